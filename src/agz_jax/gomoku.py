@@ -1,0 +1,193 @@
+"""Gomoku rules as pure functions on a pytree state.
+
+The board is a flat vector of ``size * size`` points, action ``a`` is the point
+``(row, col) = divmod(a, size)``. Stones are ``+1`` (black) and ``-1`` (white);
+black moves first. ``Rules`` is a frozen, hashable description of the game
+(board size and winning rule) whose methods are pure functions of arrays, so it
+can be closed over by ``jax.jit`` and every per-game function lifted with
+``jax.vmap``.
+
+Rules:
+  * ``freestyle`` (the AlphaGomoku paper's rule): five *or more* in a row wins.
+  * ``standard``: *exactly* five wins; a line of six or more does not.
+
+A win is looked for only on the four lines through the last move, using a
+precomputed neighbour table (pgx-style), so ``step`` costs O(1) in the board
+size.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+BLACK = 0
+WHITE = 1
+RULES = ("freestyle", "standard")
+MIN_SIZE, MAX_SIZE = 5, 19
+
+# Row/column steps of the four line directions: horizontal, vertical, diagonal,
+# anti-diagonal.
+_DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
+
+
+class State(NamedTuple):
+    """One game. Under ``jax.vmap`` every field gains a leading batch axis.
+
+    Attributes:
+      board: int8[A], A = size*size; 0 empty, +1 black, -1 white.
+      to_play: int32[]; colour to move, ``BLACK`` (0) or ``WHITE`` (1).
+      last_action: int32[]; the previous move, -1 before the first.
+      num_moves: int32[]; stones on the board.
+      winner: int32[]; -1 none (yet, or a draw), else the winning colour.
+      done: bool[]; the game is over (win or full board).
+      illegal: bool[]; an occupied or off-board action was forced through
+        ``step``. The board is left unchanged; the flag stays set.
+    """
+
+    board: jax.Array
+    to_play: jax.Array
+    last_action: jax.Array
+    num_moves: jax.Array
+    winner: jax.Array
+    done: jax.Array
+    illegal: jax.Array
+
+
+def stone(colour: jax.Array) -> jax.Array:
+    """Board value (+1/-1, int8) of a colour index (0 black, 1 white)."""
+    return (1 - 2 * colour).astype(jnp.int8)
+
+
+@functools.lru_cache(maxsize=None)
+def _line_table(size: int) -> np.ndarray:
+    """int32[A, 4, 2, 5]: index of the k-th neighbour (k = 1..5) of each point
+    along each direction, both ways; ``A`` (a padding slot) when off the board."""
+    a = size * size
+    table = np.full((a, 4, 2, 5), a, dtype=np.int32)
+    for p in range(a):
+        r, c = divmod(p, size)
+        for d, (dr, dc) in enumerate(_DIRECTIONS):
+            for s, sign in enumerate((1, -1)):
+                for k in range(1, 6):
+                    rr, cc = r + sign * k * dr, c + sign * k * dc
+                    if 0 <= rr < size and 0 <= cc < size:
+                        table[p, d, s, k - 1] = rr * size + cc
+    return table
+
+
+@dataclasses.dataclass(frozen=True)
+class Rules:
+    """The game: board ``size`` (5..19) and ``rule`` ('freestyle' or 'standard')."""
+
+    size: int = 15
+    rule: str = "freestyle"
+
+    def __post_init__(self):
+        if not isinstance(self.size, int) or not MIN_SIZE <= self.size <= MAX_SIZE:
+            raise ValueError(
+                f"rules.size must be an integer in {MIN_SIZE}..{MAX_SIZE}, got {self.size!r}"
+            )
+        if self.rule not in RULES:
+            raise ValueError(f"rules.rule must be one of {RULES}, got {self.rule!r}")
+
+    @property
+    def num_actions(self) -> int:
+        return self.size * self.size
+
+    def init(self) -> State:
+        """The empty board, black to move."""
+        return State(
+            board=jnp.zeros(self.num_actions, jnp.int8),
+            to_play=jnp.int32(BLACK),
+            last_action=jnp.int32(-1),
+            num_moves=jnp.int32(0),
+            winner=jnp.int32(-1),
+            done=jnp.bool_(False),
+            illegal=jnp.bool_(False),
+        )
+
+    def legal_mask(self, state: State) -> jax.Array:
+        """bool[A]: empty points; all False once the game is over."""
+        return (state.board == 0) & ~state.done
+
+    def is_win(self, board: jax.Array, action: jax.Array) -> jax.Array:
+        """bool[]: does the stone on ``action`` make a winning line (per the rule)?
+
+        Only the four lines through ``action`` are examined.
+        """
+        table = jnp.asarray(_line_table(self.size))
+        padded = jnp.concatenate([board, jnp.zeros(1, board.dtype)])
+        me = board[action]
+        same = padded[table[action]] == me  # [4, 2, 5]
+        run = jnp.cumprod(same.astype(jnp.int32), axis=-1).sum(-1)  # [4, 2]
+        length = 1 + run.sum(-1)  # [4]; exact up to 11
+        if self.rule == "freestyle":
+            hit = length >= 5
+        else:
+            hit = length == 5
+        return (me != 0) & jnp.any(hit)
+
+    def step(self, state: State, action: jax.Array) -> State:
+        """Place a stone of the side to move on ``action``.
+
+        A finished game is returned unchanged. An occupied or off-board action
+        leaves the game unchanged and sets ``illegal``; the legal mask makes it
+        unreachable in normal play.
+        """
+        action = jnp.asarray(action, jnp.int32)
+        in_board = (action >= 0) & (action < self.num_actions)
+        safe = jnp.clip(action, 0, self.num_actions - 1)
+        ok = in_board & (state.board[safe] == 0)
+        play = ok & ~state.done
+        board = jnp.where(play, state.board.at[safe].set(stone(state.to_play)), state.board)
+        won = play & self.is_win(board, safe)
+        num_moves = state.num_moves + play.astype(jnp.int32)
+        full = num_moves >= self.num_actions
+        return State(
+            board=board,
+            to_play=jnp.where(play, 1 - state.to_play, state.to_play),
+            last_action=jnp.where(play, safe, state.last_action),
+            num_moves=num_moves,
+            winner=jnp.where(won, state.to_play, state.winner),
+            done=state.done | won | (play & full),
+            illegal=state.illegal | (~ok & ~state.done),
+        )
+
+    def observe(self, state: State) -> jax.Array:
+        """float32[H, W, 3]: the paper's s = [X, Y, L].
+
+        X: stones of the side to move, Y: the opponent's stones, L: one-hot of
+        the opponent's last move (zeros before the first move).
+        """
+        me = stone(state.to_play)
+        x = state.board == me
+        y = state.board == -me
+        last = (jnp.arange(self.num_actions) == state.last_action) & (state.last_action >= 0)
+        planes = jnp.stack([x, y, last], axis=-1).astype(jnp.float32)
+        return planes.reshape(self.size, self.size, 3)
+
+    def reward(self, state: State, colour: jax.Array) -> jax.Array:
+        """float32[]: +1 if ``colour`` has won, -1 if it has lost, else 0."""
+        return jnp.where(
+            state.winner < 0, 0.0, jnp.where(state.winner == colour, 1.0, -1.0)
+        ).astype(jnp.float32)
+
+    def from_moves(self, moves) -> State:
+        """Play a sequence of actions from the empty board (host-side helper)."""
+        state = self.init()
+        for m in moves:
+            state = self.step(state, jnp.int32(m))
+        return state
+
+
+def to_text(rules: Rules, state: State) -> str:
+    """A human-readable board: ``X`` black, ``O`` white, ``.`` empty."""
+    board = np.asarray(state.board).reshape(rules.size, rules.size)
+    chars = {0: ".", 1: "X", -1: "O"}
+    return "\n".join(" ".join(chars[int(v)] for v in row) for row in board)
