@@ -1,0 +1,197 @@
+"""The main job: self-play reinforcement learning (AlphaGomoku IV.D).
+
+    python -m experiments.selfplay --preset smoke --out runs/smoke
+    python -m experiments.selfplay --preset cpu --out runs/cpu --search.num-simulations 64
+    python -m experiments.selfplay --out runs/cpu --resume            # continue a killed run
+    python -m experiments.selfplay --out runs/cpu --resume --iterations 60   # extend it
+
+Any config field can be overridden with a dotted flag (``--help`` lists them).
+With ``--resume`` the run's own ``config.json`` is used; only ``--iterations``
+may change (to extend a run), any other differing override is an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from agz_jax.config import PRESETS, Config, ConfigError, get_preset
+
+
+def enable_compilation_cache() -> None:
+    """Persist compiled executables between runs (set AGZ_JAX_NO_CACHE=1 to disable)."""
+    if os.environ.get("AGZ_JAX_NO_CACHE"):
+        return
+    import jax
+
+    cache = os.environ.get("AGZ_JAX_CACHE_DIR", str(Path.home() / ".cache" / "agz_jax" / "xla"))
+    jax.config.update("jax_compilation_cache_dir", cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.selfplay", add_help=False,
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default=None, help=f"one of {sorted(PRESETS)} (default cpu)")
+    parser.add_argument("--out", type=Path, default=None, help="run directory")
+    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument("--quiet", action="store_true", help="no per-iteration lines")
+    args, rest = parser.parse_known_args(argv)
+    if "-h" in rest or "--help" in rest:
+        parser.print_help()
+        print("\nConfig overrides (dotted):")
+
+    import tyro
+
+    from agz_jax import checkpoint
+
+    if args.resume:
+        if args.out is None:
+            parser.error("--resume needs --out RUN_DIR")
+        saved = checkpoint.read_config(args.out)
+        if args.preset is not None:
+            preset = get_preset(args.preset)
+            if dataclasses_differ(preset, saved, allow=("iterations",)):
+                raise ConfigError(
+                    f"--preset {args.preset} differs from the config of {args.out}; "
+                    "--resume uses the run's own config (drop --preset)")
+        config = tyro.cli(Config, default=saved, args=rest, prog="experiments.selfplay")
+        field = dataclasses_differ(config, saved, allow=("iterations",))
+        if field:
+            raise ConfigError(
+                f"{field} differs from the config saved in {args.out}/config.json; "
+                "only --iterations may change on --resume")
+    else:
+        preset = get_preset(args.preset or "cpu")
+        config = tyro.cli(Config, default=preset, args=rest, prog="experiments.selfplay")
+    if args.out is None:
+        args.out = Path("runs") / (args.preset or "cpu")
+    return args, config
+
+
+def dataclasses_differ(a: Config, b: Config, allow=()) -> str | None:
+    """The first dotted field where two configs differ (ignoring ``allow``), or None."""
+    da, db = a.to_dict(), b.to_dict()
+    for key in sorted(da):
+        if key in allow:
+            continue
+        if isinstance(da[key], dict):
+            for sub in sorted(da[key]):
+                if da[key][sub] != db[key].get(sub):
+                    return f"{key}.{sub}"
+        elif da[key] != db[key]:
+            return key
+    return None
+
+
+def fmt_line(it: int, total: int, m: dict) -> str:
+    parts = [f"it {it:>4}/{total}"]
+    parts.append(f"games/s {m['speed/games_per_s']:.2f}")
+    parts.append(f"sims/s {m['speed/sims_per_s']:,.0f}")
+    parts.append(f"len {m['selfplay/mean_length']:.1f}")
+    parts.append(f"B/W/D {m['selfplay/black_wins']:.2f}/{m['selfplay/white_wins']:.2f}/"
+                 f"{m['selfplay/draws']:.2f}")
+    if m.get("train/trained"):
+        parts.append(f"loss {m['train/loss']:.3f} (v {m['train/value_loss']:.3f} "
+                     f"p {m['train/policy_loss']:.3f})")
+    else:
+        parts.append(f"filling replay {m['replay/size']:.0f}")
+    if "gating/score" in m:
+        verdict = "accepted" if m["gating/accepted"] else "rejected"
+        parts.append(f"gate {m['gating/score']:.2f} {verdict}")
+    if "eval/vs_random_score" in m:
+        parts.append(f"vs random {m['eval/vs_random_score']:.2f}")
+    return " | ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args, config = parse(argv)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    from agz_jax import checkpoint
+
+    run_dir: Path = args.out
+    if not args.resume and checkpoint.latest_step(run_dir) is not None:
+        print(f"error: {run_dir} already holds a run; pass --resume to continue it "
+              "or choose another --out", file=sys.stderr)
+        return 2
+
+    enable_compilation_cache()
+    import jax
+    from rich.console import Console
+
+    from agz_jax import run
+
+    console = Console(highlight=False, soft_wrap=True)
+    comps = run.build(config)
+    state = run.init_state(comps)
+    if args.resume:
+        try:
+            state, meta, step = checkpoint.restore(run_dir, state)
+        except checkpoint.CheckpointError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        console.print(f"resumed {run_dir} at iteration {int(state.iteration)}")
+    else:
+        checkpoint.write_config(run_dir, config)
+        console.print(f"run {run_dir}: preset {args.preset or 'cpu'}, "
+                      f"{config.game.size}x{config.game.size} {config.game.rule}, "
+                      f"{'double' if config.net.double else 'single'} net "
+                      f"{config.net.filters}x{config.net.blocks}, "
+                      f"{config.search.algorithm} {config.search.num_simulations} sims, "
+                      f"{config.selfplay.num_games} games/iteration, backend "
+                      f"{jax.default_backend()}")
+    if checkpoint.latest_step(run_dir) is None:
+        checkpoint.save(run_dir, 0, state, {"iteration": 0, "config": config.to_dict()})
+
+    log = run.MetricsLog(run_dir, keep_through=int(state.iteration))
+    start = time.perf_counter()
+    while int(state.iteration) < config.iterations:
+        state, metrics = run.run_iteration(comps, state)
+        it = int(state.iteration)
+        log.write(it, metrics)
+        checkpoint.save(run_dir, it, state, {"iteration": it, "config": config.to_dict()})
+        if not args.quiet:
+            console.print(fmt_line(it, config.iterations, metrics))
+    log.close()
+
+    history = log.read()
+    wall = time.perf_counter() - start
+    console.print(summary(history, wall, run_dir))
+    return 0
+
+
+def summary(history: list[dict], wall: float, run_dir: Path) -> str:
+    if not history:
+        return f"nothing to do: {run_dir} is complete"
+    trained = [h for h in history if h.get("train/trained")]
+    lines = [f"done: {len(history)} iterations in {run_dir} ({wall:.0f} s this session)"]
+    if trained:
+        lines.append(f"  loss {trained[0]['train/first_loss']:.3f} -> {trained[-1]['train/loss']:.3f}"
+                     f" (value {trained[0]['train/first_value_loss']:.3f} -> "
+                     f"{trained[-1]['train/value_loss']:.3f}, policy "
+                     f"{trained[0]['train/first_policy_loss']:.3f} -> "
+                     f"{trained[-1]['train/policy_loss']:.3f})")
+    gates = [h for h in history if "gating/score" in h]
+    if gates:
+        acc = sum(h["gating/accepted"] for h in gates)
+        lines.append(f"  gating: {acc:.0f}/{len(gates)} candidates accepted")
+    evals = [h for h in history if "eval/vs_random_score" in h]
+    if evals:
+        e = evals[-1]
+        lines.append(f"  vs random (iteration {e['iteration']}): score {e['eval/vs_random_score']:.2f}"
+                     f" [{e['eval/vs_random_low']:.2f}, 1] over {e['eval/vs_random_games']:.0f} games")
+    lines.append(f"  metrics: {run_dir / 'metrics.jsonl'}, TensorBoard: {run_dir / 'tb'}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""Matches between two players, in one jitted scan, with statistics.
+
+A *player* is a pure function ``act(key, states [G]) -> actions int32[G]``.
+``play_match`` plays ``num_games`` (even) games: player A is black in the first
+half and white in the second. Since all games move in lockstep, at every ply
+exactly one half has A to move; each player acts once per ply on its half, so
+a match costs what one player's games cost, not twice that.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agz_jax.config import SearchConfig, SelfPlayConfig
+from agz_jax.gomoku import Rules, State
+from agz_jax.networks import Networks
+from agz_jax.search import run_search, select_move, temperature
+
+Player = Callable[[jax.Array, State], jax.Array]
+
+
+class MatchResult(NamedTuple):
+    """winner int32[G] (-1 draw), a_black bool[G], length int32[G], moves int32[T, G]."""
+
+    winner: jax.Array
+    a_black: jax.Array
+    length: jax.Array
+    moves: jax.Array
+
+
+def random_player(rules: Rules) -> Player:
+    """Uniform over legal moves."""
+
+    def act(key, states):
+        legal = jax.vmap(rules.legal_mask)(states)
+        logits = jnp.where(legal, 0.0, -jnp.inf)
+        return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+
+    return act
+
+
+def mcts_player(rules: Rules, nets: Networks, search_cfg: SearchConfig, gamma: float,
+                variables, num_simulations: int,
+                move_cfg: SelfPlayConfig | None = None) -> Player:
+    """Search without root noise; the move by ``move_cfg``'s policy (argmax if None)."""
+    move_cfg = move_cfg or SelfPlayConfig(move_policy="deterministic")
+
+    def act(key, states):
+        k_search, k_move = jax.random.split(key)
+        out = run_search(search_cfg, rules, nets, gamma, variables, k_search, states,
+                         num_simulations=num_simulations, explore=False)
+        legal = jax.vmap(rules.legal_mask)(states)
+        visits = out.search_tree.summary().visit_counts.astype(jnp.float32)
+        if search_cfg.algorithm == "gumbel":
+            visits = out.action_weights
+        tau = temperature(move_cfg, states.num_moves)
+        return select_move(k_move, visits, legal, tau)
+
+    return act
+
+
+def policy_player(rules: Rules, nets: Networks, variables) -> Player:
+    """The raw network, argmax over legal moves, no search."""
+
+    def act(key, states):
+        del key
+        obs = jax.vmap(rules.observe)(states)
+        logits, _ = nets.evaluate(variables, obs, states.to_play)
+        legal = jax.vmap(rules.legal_mask)(states)
+        return jnp.argmax(jnp.where(legal, logits, -jnp.inf), axis=-1).astype(jnp.int32)
+
+    return act
+
+
+def play_match(rules: Rules, act_a: Player, act_b: Player, key: jax.Array, num_games: int,
+               opening_plies: int = 0) -> MatchResult:
+    """Play ``num_games`` games of A against B, colours alternated by halves.
+
+    ``opening_plies`` first moves are uniform random in the central 5x5 box
+    (so that deterministic players still play distinct games).
+    """
+    if num_games % 2:
+        raise ValueError(f"num_games must be even, got {num_games}")
+    half = num_games // 2
+    states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
+    centre = rules.size // 2
+    rows, cols = np.divmod(np.arange(rules.num_actions), rules.size)
+    box = jnp.asarray((abs(rows - centre) <= 2) & (abs(cols - centre) <= 2))
+
+    def body(states, inp):
+        t, key = inp
+        k_a, k_b, k_open = jax.random.split(key, 3)
+        first, second = jax.tree.map(lambda x: x[:half], states), jax.tree.map(
+            lambda x: x[half:], states)
+        a_first = (t % 2) == 0  # black to move: A moves in the first half
+        pick = lambda x, y: jax.tree.map(lambda u, v: jnp.where(a_first, u, v), x, y)
+        a_states, b_states = pick(first, second), pick(second, first)
+        a_act, b_act = act_a(k_a, a_states), act_b(k_b, b_states)
+        acts = jnp.concatenate([jnp.where(a_first, a_act, b_act),
+                                jnp.where(a_first, b_act, a_act)])
+        legal = jax.vmap(rules.legal_mask)(states)
+        opening = jax.random.categorical(
+            k_open, jnp.where(legal & box, 0.0, -jnp.inf), axis=-1).astype(jnp.int32)
+        acts = jnp.where(t < opening_plies, opening, acts)
+        played = jnp.where(states.done, -1, acts)
+        return jax.vmap(rules.step)(states, acts), played
+
+    steps = jnp.arange(rules.num_actions)
+    final, moves = jax.lax.scan(body, states, (steps, jax.random.split(key, rules.num_actions)))
+    a_black = jnp.arange(num_games) < half
+    return MatchResult(final.winner, a_black, final.num_moves, moves)
+
+
+class Score(NamedTuple):
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    wins_as_black: int
+    wins_as_white: int
+    score: float  # (wins + draws / 2) / games
+    low: float  # 95% interval of the score
+    high: float
+    elo: float  # Elo difference implied by the score (A minus B)
+
+
+def score(result: MatchResult) -> Score:
+    """A's results with a 95% Wilson interval of the score and the implied Elo."""
+    winner = np.asarray(result.winner)
+    a_black = np.asarray(result.a_black)
+    a_colour = np.where(a_black, 0, 1)
+    wins = winner == a_colour
+    draws = winner < 0
+    losses = ~wins & ~draws
+    n = len(winner)
+    s = (wins.sum() + 0.5 * draws.sum()) / n
+    z = 1.96
+    centre = (s + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(s * (1 - s) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Score(
+        games=n, wins=int(wins.sum()), draws=int(draws.sum()), losses=int(losses.sum()),
+        wins_as_black=int((wins & a_black).sum()), wins_as_white=int((wins & ~a_black).sum()),
+        score=float(s), low=float(max(0.0, centre - half)), high=float(min(1.0, centre + half)),
+        elo=elo(float(s)),
+    )
+
+
+def elo(s: float) -> float:
+    """Elo difference for an expected score s (clipped to +-800 at 0 or 1)."""
+    if s <= 0:
+        return -800.0
+    if s >= 1:
+        return 800.0
+    return float(max(-800.0, min(800.0, -400.0 * math.log10(1.0 / s - 1.0))))

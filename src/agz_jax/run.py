@@ -1,0 +1,224 @@
+"""The self-play reinforcement-learning loop (paper IV.D, AlphaGo Zero's pipeline).
+
+One iteration, each phase a jitted pure function of arrays:
+
+1. self-play: the best net plays ``selfplay.num_games`` games against itself;
+2. the games become (s, pi, z) examples with decayed z, added to the replay;
+3. ``train.steps_per_iteration`` SGD steps on uniform, symmetry-augmented
+   samples (each net on its own colour's positions);
+4. gating: the candidate (the trained net) plays the best net; it becomes the
+   best if its score reaches ``gating.threshold``;
+5. every ``eval.every`` iterations: the best net (with search) against a
+   uniformly random player.
+
+The host loop only sequences these and writes checkpoints and metrics; the
+whole state lives in ``RunState`` and is checkpointed after every iteration,
+so a killed run resumes exactly where it stopped: same seed and config on the
+same backend give the same metrics, resumed or not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agz_jax import arena, checkpoint, replay
+from agz_jax.config import Config
+from agz_jax.gomoku import Rules
+from agz_jax.networks import Networks, PolicyValueNet
+from agz_jax.selfplay import make_selfplay, to_examples
+from agz_jax.train import TrainState, init_train_state, make_train_step
+
+TIMING_KEYS = ("time/", "speed/")
+
+
+class RunState(NamedTuple):
+    iteration: jax.Array  # int32[], iterations completed
+    key: jax.Array  # uint32[2]
+    train: TrainState  # the candidate being trained
+    best: Any  # variables of the best net so far (plays self-play)
+    replay: replay.Buffer
+
+
+@dataclasses.dataclass(frozen=True)
+class Components:
+    config: Config
+    rules: Rules
+    nets: Networks
+    selfplay: Callable
+    ingest: Callable
+    train: Callable
+    gate: Callable
+    evaluate: Callable
+
+
+def make_networks(config: Config) -> Networks:
+    module = PolicyValueNet(board_size=config.game.size, filters=config.net.filters,
+                            blocks=config.net.blocks, value_hidden=config.net.value_hidden)
+    return Networks(module, num_nets=config.net.num_nets)
+
+
+def build(config: Config) -> Components:
+    """The jitted phases of an iteration (compiled lazily on first call)."""
+    rules = Rules(config.game.size, config.game.rule)
+    nets = make_networks(config)
+    gamma = config.decay.gamma
+    play = make_selfplay(config, rules, nets)
+    step = make_train_step(nets, config.train)
+    tcfg = config.train
+
+    def ingest(buffer, traj, final):
+        return replay.add(buffer, to_examples(traj, final, gamma))
+
+    def train(state: TrainState, buffer: replay.Buffer, key):
+        ready = jnp.all(buffer.size >= tcfg.min_replay)
+
+        def run(state):
+            def body(state, k):
+                batch = replay.sample(buffer, k, tcfg.batch_size)
+                return step(state, batch)
+
+            state, metrics = jax.lax.scan(body, state, jax.random.split(key, tcfg.steps_per_iteration))
+            # first and last step's losses, averaged over the nets
+            first = jax.tree.map(lambda m: jnp.mean(m[0]), metrics)
+            last = jax.tree.map(lambda m: jnp.mean(m[-1]), metrics)
+            return state, first, last
+
+        def skip(state):
+            zeros = {k: jnp.float32(jnp.nan) for k in
+                     ("loss", "value_loss", "policy_loss", "l2", "policy_entropy")}
+            return state, zeros, zeros
+
+        state, first, last = jax.lax.cond(ready, run, skip, state)
+        return state, ready, first, last
+
+    def gate(candidate, best, key):
+        g = config.gating
+        a = arena.mcts_player(rules, nets, config.search, gamma, candidate, g.num_simulations,
+                              config.selfplay)
+        b = arena.mcts_player(rules, nets, config.search, gamma, best, g.num_simulations,
+                              config.selfplay)
+        return arena.play_match(rules, a, b, key, g.num_games)
+
+    def evaluate(best, key):
+        e = config.eval
+        a = arena.mcts_player(rules, nets, config.search, gamma, best, e.num_simulations)
+        return arena.play_match(rules, a, arena.random_player(rules), key, e.num_games,
+                                opening_plies=0)
+
+    return Components(config, rules, nets, jax.jit(play), jax.jit(ingest), jax.jit(train),
+                      jax.jit(gate), jax.jit(evaluate))
+
+
+def init_state(comps: Components) -> RunState:
+    config = comps.config
+    key = jax.random.PRNGKey(config.seed)
+    key, init_key = jax.random.split(key)
+    train_state = init_train_state(comps.nets, config.train, init_key)
+    size = config.game.size
+    buffer = replay.init(comps.nets.num_nets, config.replay.capacity, (size, size, 3),
+                         comps.rules.num_actions)
+    return RunState(jnp.int32(0), key, train_state, train_state.variables, buffer)
+
+
+def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
+    """One iteration; returns the new state and its metrics (plain floats)."""
+    config = comps.config
+    key, k_play, k_train, k_gate, k_eval = jax.random.split(state.key, 5)
+    metrics: dict[str, float] = {}
+    it = int(state.iteration) + 1
+
+    t0 = time.perf_counter()
+    traj, final, stats = comps.selfplay(state.best, k_play)
+    stats = jax.device_get(stats)
+    t_play = time.perf_counter() - t0
+    moves = int(stats["moves"])
+    metrics.update({f"selfplay/{k}": float(v) for k, v in stats.items()})
+    metrics["time/selfplay_s"] = t_play
+    metrics["speed/games_per_s"] = config.selfplay.num_games / t_play
+    metrics["speed/moves_per_s"] = moves / t_play
+    metrics["speed/sims_per_s"] = moves * config.search.num_simulations / t_play
+
+    buffer = comps.ingest(state.replay, traj, final)
+    t0 = time.perf_counter()
+    train_state, trained, first, last = comps.train(state.train, buffer, k_train)
+    trained = bool(trained)
+    metrics["time/train_s"] = time.perf_counter() - t0
+    metrics["train/trained"] = float(trained)
+    metrics["replay/size"] = float(np.min(np.asarray(buffer.size)))
+    if trained:
+        metrics.update({f"train/first_{k}": float(v) for k, v in first.items()})
+        metrics.update({f"train/{k}": float(v) for k, v in last.items()})
+
+    best = state.best
+    if not config.gating.enabled:
+        best = train_state.variables
+    elif trained:
+        t0 = time.perf_counter()
+        result = arena.score(comps.gate(train_state.variables, state.best, k_gate))
+        metrics["time/gating_s"] = time.perf_counter() - t0
+        accepted = result.score >= config.gating.threshold
+        metrics["gating/score"] = result.score
+        metrics["gating/accepted"] = float(accepted)
+        if accepted:
+            best = train_state.variables
+
+    last_iteration = it == config.iterations
+    if config.eval.every and (it % config.eval.every == 0 or last_iteration):
+        t0 = time.perf_counter()
+        result = arena.score(comps.evaluate(best, k_eval))
+        metrics["time/eval_s"] = time.perf_counter() - t0
+        metrics["eval/vs_random_score"] = result.score
+        metrics["eval/vs_random_low"] = result.low
+        metrics["eval/vs_random_wins"] = float(result.wins)
+        metrics["eval/vs_random_games"] = float(result.games)
+
+    new_state = RunState(jnp.int32(it), key, train_state, best, buffer)
+    return new_state, metrics
+
+
+def deterministic(metrics: dict) -> dict:
+    """The metrics that must be identical across runs of one seed (no timings)."""
+    return {k: v for k, v in metrics.items() if not k.startswith(TIMING_KEYS)}
+
+
+class MetricsLog:
+    """``metrics.jsonl`` (one line per iteration) and TensorBoard event files."""
+
+    def __init__(self, run_dir: Path, keep_through: int):
+        self.path = run_dir / "metrics.jsonl"
+        # On resume, drop lines of iterations the checkpoint does not contain.
+        if self.path.exists():
+            lines = [ln for ln in self.path.read_text().splitlines() if ln.strip()]
+            kept = [ln for ln in lines if json.loads(ln)["iteration"] <= keep_through]
+            self.path.write_text("".join(ln + "\n" for ln in kept))
+        self._tb = None
+        self._tb_dir = run_dir / "tb"
+
+    def write(self, iteration: int, metrics: dict) -> None:
+        with self.path.open("a") as f:
+            f.write(json.dumps({"iteration": iteration, **metrics}, sort_keys=True) + "\n")
+        if self._tb is None:
+            from tensorboardX import SummaryWriter
+
+            self._tb = SummaryWriter(str(self._tb_dir))
+        for k, v in metrics.items():
+            if np.isfinite(v):
+                self._tb.add_scalar(k, v, iteration)
+        self._tb.flush()
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+
+    def read(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        return [json.loads(ln) for ln in self.path.read_text().splitlines() if ln.strip()]

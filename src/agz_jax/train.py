@@ -1,0 +1,98 @@
+"""The paper's loss and the SGD train step, one step for every net at once.
+
+loss = (z - v)^2 - pi^T log p + c ||theta||^2        (AlphaGo Zero, eq. 1)
+
+``c ||theta||^2`` is taken over the conv and dense kernels (not biases or BN
+scales), as the original Keras code regularised them. Optimiser: SGD with
+(Nesterov) momentum. Variables and optimiser states are stacked ``[N, ...]``
+over the nets and the step is ``jax.vmap``-ed over them, so the black net
+sees only the black batch and the white net only the white one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from agz_jax.config import TrainConfig
+from agz_jax.networks import Networks
+from agz_jax.replay import Batch
+
+
+class TrainState(NamedTuple):
+    variables: Any  # {'params', 'batch_stats'}, stacked [N, ...]
+    opt_state: Any  # stacked [N, ...]
+    step: jax.Array  # int32[]
+
+
+def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
+    return optax.sgd(cfg.learning_rate, momentum=cfg.momentum or None, nesterov=cfg.nesterov)
+
+
+def init_train_state(nets: Networks, cfg: TrainConfig, key: jax.Array) -> TrainState:
+    variables = nets.init(key)
+    opt = make_optimizer(cfg)
+    opt_state = jax.vmap(opt.init)(variables["params"])
+    return TrainState(variables, opt_state, jnp.int32(0))
+
+
+def l2_penalty(params) -> jax.Array:
+    """||theta||^2 over kernels."""
+    leaves = jax.tree_util.tree_leaves_with_path(params)
+    total = jnp.float32(0.0)
+    for path, leaf in leaves:
+        if getattr(path[-1], "key", None) == "kernel":
+            total = total + jnp.sum(jnp.square(leaf))
+    return total
+
+
+def loss_terms(logits: jax.Array, value: jax.Array, policy: jax.Array, z: jax.Array):
+    """Per-batch means of the value and policy terms.
+
+    logits [B, A], value [B], policy (target pi) [B, A], z [B].
+    """
+    value_loss = jnp.mean(jnp.square(z - value))
+    policy_loss = -jnp.mean(jnp.sum(policy * jax.nn.log_softmax(logits), axis=-1))
+    return value_loss, policy_loss
+
+
+def make_loss_fn(nets: Networks, cfg: TrainConfig):
+    def loss_fn(params, batch_stats, obs, policy, z):
+        (logits, value), updates = nets.module.apply(
+            {"params": params, "batch_stats": batch_stats}, obs, train=True,
+            mutable=["batch_stats"],
+        )
+        value_loss, policy_loss = loss_terms(logits, value, policy, z)
+        l2 = l2_penalty(params)
+        loss = value_loss + policy_loss + cfg.l2 * l2
+        entropy = -jnp.mean(jnp.sum(jax.nn.softmax(logits) * jax.nn.log_softmax(logits), -1))
+        metrics = {"loss": loss, "value_loss": value_loss, "policy_loss": policy_loss,
+                   "l2": l2, "policy_entropy": entropy}
+        return loss, (updates["batch_stats"], metrics)
+
+    return loss_fn
+
+
+def make_train_step(nets: Networks, cfg: TrainConfig):
+    """Returns ``step(state, batch) -> (state, metrics)``; metrics per net [N]."""
+    opt = make_optimizer(cfg)
+    loss_fn = make_loss_fn(nets, cfg)
+
+    def one_net(variables, opt_state, obs, policy, z):
+        grads, (batch_stats, metrics) = jax.grad(loss_fn, has_aux=True)(
+            variables["params"], variables["batch_stats"], obs, policy, z
+        )
+        updates, opt_state = opt.update(grads, opt_state, variables["params"])
+        params = optax.apply_updates(variables["params"], updates)
+        return {"params": params, "batch_stats": batch_stats}, opt_state, metrics
+
+    def step(state: TrainState, batch: Batch):
+        variables, opt_state, metrics = jax.vmap(one_net)(
+            state.variables, state.opt_state, batch.obs, batch.policy, batch.z
+        )
+        return TrainState(variables, opt_state, state.step + 1), metrics
+
+    return step
