@@ -175,7 +175,8 @@ def summary(history: list[dict], wall: float, run_dir: Path) -> str:
     trained = [h for h in history if h.get("train/trained")]
     lines = [f"done: {len(history)} iterations in {run_dir} ({wall:.0f} s this session)"]
     if trained:
-        lines.append(f"  loss {trained[0]['train/first_loss']:.3f} -> {trained[-1]['train/loss']:.3f}"
+        first, last = trained[0], trained[-1]
+        lines.append(f"  loss {first['train/first_loss']:.3f} -> {last['train/loss']:.3f}"
                      f" (value {trained[0]['train/first_value_loss']:.3f} -> "
                      f"{trained[-1]['train/value_loss']:.3f}, policy "
                      f"{trained[0]['train/first_policy_loss']:.3f} -> "
@@ -187,8 +188,10 @@ def summary(history: list[dict], wall: float, run_dir: Path) -> str:
     evals = [h for h in history if "eval/vs_random_score" in h]
     if evals:
         e = evals[-1]
-        lines.append(f"  vs random (iteration {e['iteration']}): score {e['eval/vs_random_score']:.2f}"
-                     f" [{e['eval/vs_random_low']:.2f}, 1] over {e['eval/vs_random_games']:.0f} games")
+        lines.append(f"  vs random (iteration {e['iteration']}): "
+                     f"score {e['eval/vs_random_score']:.2f} "
+                     f"(95% interval from {e['eval/vs_random_low']:.2f}) "
+                     f"over {e['eval/vs_random_games']:.0f} games")
     lines.append(f"  metrics: {run_dir / 'metrics.jsonl'}, TensorBoard: {run_dir / 'tb'}")
     return "\n".join(lines)
 

@@ -64,7 +64,7 @@ def stone(colour: jax.Array) -> jax.Array:
     return (1 - 2 * colour).astype(jnp.int8)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _line_table(size: int) -> np.ndarray:
     """int32[A, 4, 2, 5]: index of the k-th neighbour (k = 1..5) of each point
     along each direction, both ways; ``A`` (a padding slot) when off the board."""

@@ -22,14 +22,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax import arena, checkpoint, replay
+from agz_jax import arena, replay
 from agz_jax.config import Config
 from agz_jax.gomoku import Rules
 from agz_jax.networks import Networks, PolicyValueNet
@@ -85,7 +86,8 @@ def build(config: Config) -> Components:
                 batch = replay.sample(buffer, k, tcfg.batch_size)
                 return step(state, batch)
 
-            state, metrics = jax.lax.scan(body, state, jax.random.split(key, tcfg.steps_per_iteration))
+            keys = jax.random.split(key, tcfg.steps_per_iteration)
+            state, metrics = jax.lax.scan(body, state, keys)
             # first and last step's losses, averaged over the nets
             first = jax.tree.map(lambda m: jnp.mean(m[0]), metrics)
             last = jax.tree.map(lambda m: jnp.mean(m[-1]), metrics)

@@ -29,7 +29,8 @@ for a zero-prior one, so it never picks an illegal move either (tested).
 from __future__ import annotations
 
 import functools
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import chex
 import jax

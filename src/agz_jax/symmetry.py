@@ -27,7 +27,7 @@ def _np_transform(square: np.ndarray, g: int) -> np.ndarray:
     return out
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def permutations(size: int) -> np.ndarray:
     """int32[8, A]: ``transformed_flat = flat[perm[g]]`` for flat point vectors."""
     idx = np.arange(size * size).reshape(size, size)
@@ -36,7 +36,7 @@ def permutations(size: int) -> np.ndarray:
     ).astype(np.int32)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _inverse_table() -> tuple[int, ...]:
     perms = permutations(5)
     ident = np.arange(25)
