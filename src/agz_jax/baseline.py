@@ -174,7 +174,8 @@ def search(position: Position, net_fn: NetFn, *, num_simulations: int, c_puct: f
     """Run ``num_simulations`` simulations from an unfinished ``position``.
 
     Returns the root visit counts int[A]. ``dirichlet_fraction > 0`` mixes
-    Dirichlet noise into the root prior (self-play exploration).
+    Dirichlet(alpha) noise over the legal moves into the root prior (self-play
+    exploration), ``P = (1 - fraction) p + fraction eta``.
     """
     if position.done:
         raise ValueError("search from a finished position")
@@ -183,10 +184,10 @@ def search(position: Position, net_fn: NetFn, *, num_simulations: int, c_puct: f
     root.visits = 1
     if dirichlet_fraction > 0:
         rng = rng or np.random.default_rng()
-        noise = rng.dirichlet(np.full(root.prior.size, dirichlet_alpha))
-        mixed = (1 - dirichlet_fraction) * root.prior + dirichlet_fraction * noise
-        mixed = np.where(root.prior > 0, mixed, 0.0)
-        root.prior = mixed / mixed.sum()
+        legal = position.legal()
+        noise = np.zeros(root.prior.size)
+        noise[legal] = rng.dirichlet(np.full(legal.sum(), dirichlet_alpha))
+        root.prior = (1 - dirichlet_fraction) * root.prior + dirichlet_fraction * noise
 
     for _ in range(num_simulations):
         node, path = root, []

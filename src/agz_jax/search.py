@@ -21,7 +21,7 @@ place where backups are defined:
 
 Illegal moves are masked at every node: ``recurrent_fn`` gives them the lowest
 finite logit (prior exactly 0) and the PUCT selection below never picks an
-action of zero prior. Gumbel's interior selection picks argmax of
+action that is illegal in the node's position. Gumbel's interior selection picks argmax of
 ``pi' - N/(1+sum N)``, which is strictly positive for some legal action and 0
 for a zero-prior one, so it never picks an illegal move either (tested).
 """
@@ -123,20 +123,47 @@ def raw_qvalues(tree: mctx.Tree, node_index) -> jax.Array:
 
 def puct_action_selection(key, tree: mctx.Tree, node_index, depth, *, c_puct: float,
                           qtransform) -> jax.Array:
-    """argmax_a Q(s,a) + c_puct P(s,a) sqrt(N(s)) / (1 + N(s,a)) over nonzero-prior a.
+    """argmax_a Q(s,a) + c_puct P(s,a) sqrt(N(s)) / (1 + N(s,a)) over legal a of prior > 0.
 
     N(s) counts the node's own expansion visit (mctx's convention), i.e.
     ``1 + sum_b N(s,b)``, so the very first selection at a node follows the
-    prior instead of tie-break noise. Actions of prior 0 (illegal) are never
-    selected, at the root or below.
+    prior instead of tie-break noise. An action is excluded if its prior is 0
+    (``recurrent_fn`` masks illegal moves that way) or if it is illegal in the
+    node's own position (the tree's embedding): a second, independent guard.
+    A finished position (no legal move) may take any action: its children are
+    absorbing copies of it.
     """
     visits = tree.children_visits[node_index]
     prior = jax.nn.softmax(tree.children_prior_logits[node_index])
     u = c_puct * prior * jnp.sqrt(tree.node_visits[node_index]) / (visits + 1)
     score = qtransform(tree, node_index) + u
     score = score + 1e-7 * jax.random.uniform(key, score.shape)
-    invalid = (prior <= 0) | (tree.root_invalid_actions * (depth == 0) > 0)
+    board = tree.embeddings.board[node_index]
+    legal = (board == 0) & ~tree.embeddings.done[node_index]
+    invalid = (prior <= 0) | (~legal & jnp.any(legal))
+    invalid = invalid | (tree.root_invalid_actions * (depth == 0) > 0)
     return jnp.argmax(jnp.where(invalid, -jnp.inf, score)).astype(jnp.int32)
+
+
+def add_dirichlet_noise(key: jax.Array, prior_logits: jax.Array, legal: jax.Array,
+                        fraction: float, alpha: float) -> jax.Array:
+    """AlphaZero's root noise: P = (1 - fraction) p + fraction eta, eta ~ Dir(alpha)
+    over the legal moves.
+
+    Args: prior_logits float32[B, A] (illegal moves already masked), legal bool[B, A].
+    Returns: the noisy prior as masked logits, float32[B, A].
+    """
+    probs = jax.nn.softmax(prior_logits)
+    noise = jax.random.dirichlet(key, jnp.full(probs.shape[-1:], alpha), probs.shape[:1])
+    # Dir(alpha) over all points restricted to the legal ones and renormalised
+    # is Dir(alpha) over the legal ones; without the renormalisation the noise
+    # that fell on occupied points would be masked away, and the effective
+    # fraction would shrink as the board fills.
+    noise = jnp.where(legal, noise, 0.0)
+    noise = noise / jnp.maximum(noise.sum(-1, keepdims=True), jnp.finfo(noise.dtype).tiny)
+    probs = (1 - fraction) * probs + fraction * noise
+    noisy = jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
+    return mask_logits(noisy, legal)
 
 
 def run_search(
@@ -181,13 +208,9 @@ def run_search(
 
     noise_key, search_key = jax.random.split(key)
     if explore and cfg.dirichlet_fraction > 0:
-        probs = jax.nn.softmax(root.prior_logits)
-        noise = jax.random.dirichlet(
-            noise_key, jnp.full(probs.shape[-1:], cfg.dirichlet_alpha), probs.shape[:1]
-        )
-        probs = (1 - cfg.dirichlet_fraction) * probs + cfg.dirichlet_fraction * noise
-        noisy = jnp.log(jnp.maximum(probs, jnp.finfo(probs.dtype).tiny))
-        root = root.replace(prior_logits=mask_logits(noisy, ~invalid))
+        root = root.replace(prior_logits=add_dirichlet_noise(
+            noise_key, root.prior_logits, ~invalid, cfg.dirichlet_fraction,
+            cfg.dirichlet_alpha))
 
     qtransform = raw_qvalues if cfg.qtransform == "raw" else mctx.qtransform_by_parent_and_siblings
     select = functools.partial(puct_action_selection, c_puct=cfg.c_puct, qtransform=qtransform)

@@ -1,0 +1,162 @@
+"""End to end: the main job as a user runs it (subprocesses), bad input, resume."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agz_jax.config import Config, ConfigError, get_preset
+from agz_jax.run import deterministic
+
+ROOT = Path(__file__).resolve().parents[1]
+# A smoke run trimmed further: the point here is the loop's bookkeeping.
+SMALL = ["--preset", "smoke", "--quiet", "--selfplay.num-games", "4",
+         "--gating.num-games", "2", "--eval.every", "2", "--eval.num-games", "2"]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    e = dict(os.environ)
+    # One compilation cache for the module's subprocesses, fresh for each session.
+    e["AGZ_JAX_CACHE_DIR"] = str(tmp_path_factory.mktemp("xla_cache"))
+    e.pop("AGZ_JAX_NO_CACHE", None)
+    return e
+
+
+def main_job(args, env, check=True, timeout=600):
+    proc = subprocess.run([sys.executable, "-m", "experiments.selfplay", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def read_metrics(run_dir):
+    return [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize(
+    "override, field",
+    [
+        (["--game.size", "3"], "game.size"),
+        (["--search.num-simulations", "-1"], "search.num_simulations"),
+        (["--decay.gamma", "1.5"], "decay.gamma"),
+        (["--decay.gamma", "0"], "decay.gamma"),
+        (["--game.rule", "renju"], "game.rule"),
+        (["--gating.num-games", "3"], "gating.num_games"),
+    ],
+)
+def test_bad_config_fails_before_compiling_naming_the_field(tmp_path, env, override, field):
+    t0 = time.perf_counter()
+    proc = main_job(["--preset", "smoke", "--out", str(tmp_path / "r"), *override], env,
+                    check=False)
+    assert proc.returncode == 2
+    assert field in proc.stdout + proc.stderr
+    assert not (tmp_path / "r").exists()  # nothing written
+    assert time.perf_counter() - t0 < 60  # generous: it must not have compiled anything
+
+
+def test_unknown_preset(tmp_path, env):
+    proc = main_job(["--preset", "huge", "--out", str(tmp_path / "r")], env, check=False)
+    assert proc.returncode == 2
+    assert "unknown preset 'huge'" in proc.stderr
+
+
+def test_config_api_validation():
+    cfg = get_preset("smoke")
+    with pytest.raises(ConfigError, match="search.num_simulations"):
+        cfg.replace(**{"search.num_simulations": 0})
+    with pytest.raises(ConfigError, match="unknown config field"):
+        cfg.replace(**{"search.num_sims": 3})
+    assert Config.from_dict(json.loads(cfg.to_json())) == cfg
+
+
+@pytest.mark.slow
+def test_smoke_run_then_kill_and_resume_matches_uninterrupted(tmp_path, env):
+    full = tmp_path / "full"
+    main_job([*SMALL, "--iterations", "5", "--out", str(full)], env)
+    m_full = read_metrics(full)
+    assert [m["iteration"] for m in m_full] == [1, 2, 3, 4, 5]
+    assert (full / "checkpoints" / "5").is_dir()
+    assert list((full / "tb").glob("events.out.tfevents.*"))
+    assert (full / "config.json").exists()
+    assert "train/loss" in m_full[-1] and "eval/vs_random_score" in m_full[1]
+
+    # Kill a second run with SIGKILL once its first iteration is checkpointed.
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.selfplay", *SMALL,
+                             "--iterations", "5", "--out", str(killed)], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 600
+    while not (killed / "checkpoints" / "1").is_dir():
+        assert proc.poll() is None, "run ended before it could be killed"
+        assert time.time() < deadline
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = len(read_metrics(killed)) if (killed / "metrics.jsonl").exists() else 0
+    assert done < 5, "the run finished before the kill; nothing was tested"
+
+    # A fresh run into the same directory is refused; --resume finishes it.
+    refused = main_job([*SMALL, "--iterations", "5", "--out", str(killed)], env, check=False)
+    assert refused.returncode == 2 and "--resume" in refused.stderr
+    resumed = main_job(["--out", str(killed), "--resume", "--quiet"], env)
+    assert "resumed" in resumed.stdout
+    m_resumed = read_metrics(killed)
+    assert [m["iteration"] for m in m_resumed] == [1, 2, 3, 4, 5]
+    for a, b in zip(m_full, m_resumed, strict=True):
+        assert deterministic(a) == deterministic(b)
+
+    # Resuming a complete run does nothing and says so.
+    again = main_job(["--out", str(killed), "--resume", "--quiet"], env)
+    assert "complete" in again.stdout
+    # Extending it with --iterations continues from 5.
+    main_job(["--out", str(killed), "--resume", "--quiet", "--iterations", "6"], env)
+    assert [m["iteration"] for m in read_metrics(killed)] == [1, 2, 3, 4, 5, 6]
+    # Any other change on --resume is refused, naming the field.
+    bad = main_job(["--out", str(killed), "--resume", "--search.num-simulations", "4"], env,
+                   check=False)
+    assert bad.returncode == 2 and "search.num_simulations" in bad.stderr
+
+    # A corrupt checkpoint gives a clear error and is left as it was.
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(full, corrupt)
+    step_dir = corrupt / "checkpoints" / "5" / "state"
+    victims = sorted(p for p in step_dir.rglob("*") if p.is_file() and p.stat().st_size > 0)
+    assert victims
+    for p in victims:
+        p.write_bytes(b"\0garbage")
+    before = {p: p.read_bytes() for p in corrupt.rglob("*") if p.is_file()}
+    proc = main_job(["--out", str(corrupt), "--resume", "--iterations", "6"], env, check=False)
+    assert proc.returncode == 2
+    assert "cannot be restored" in proc.stderr and "checkpoints/5" in proc.stderr
+    after = {p: p.read_bytes() for p in corrupt.rglob("*") if p.is_file()}
+    assert before == after
+
+    # A checkpoint of another board size (config edited by hand) is refused too.
+    mismatch = tmp_path / "mismatch"
+    shutil.copytree(full, mismatch)
+    cfg = json.loads((mismatch / "config.json").read_text())
+    cfg["game"]["size"] = 9
+    (mismatch / "config.json").write_text(json.dumps(cfg))
+    proc = main_job(["--out", str(mismatch), "--resume", "--iterations", "6"], env,
+                    check=False)
+    assert proc.returncode == 2 and "cannot be restored" in proc.stderr
+
+
+@pytest.mark.slow
+def test_same_seed_same_metrics(tmp_path, env):
+    a, b = tmp_path / "a", tmp_path / "b"
+    main_job([*SMALL, "--iterations", "2", "--out", str(a)], env)
+    main_job([*SMALL, "--iterations", "2", "--out", str(b)], env)
+    ma, mb = read_metrics(a), read_metrics(b)
+    assert [deterministic(x) for x in ma] == [deterministic(x) for x in mb]
+    c = tmp_path / "c"
+    main_job([*SMALL, "--iterations", "2", "--seed", "1", "--out", str(c)], env)
+    assert [deterministic(x) for x in read_metrics(c)] != [deterministic(x) for x in ma]
