@@ -153,6 +153,10 @@ def main(argv: list[str] | None = None) -> int:
         checkpoint.save(run_dir, 0, state, {"iteration": 0, "config": config.to_dict()})
 
     log = run.MetricsLog(run_dir, keep_through=int(state.iteration))
+    if int(state.iteration) >= config.iterations:
+        console.print(f"nothing to do: {run_dir} is complete ({int(state.iteration)} iterations;"
+                      " pass --iterations N to extend it)")
+        return 0
     start = time.perf_counter()
     while int(state.iteration) < config.iterations:
         state, metrics = run.run_iteration(comps, state)
@@ -170,8 +174,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def summary(history: list[dict], wall: float, run_dir: Path) -> str:
-    if not history:
-        return f"nothing to do: {run_dir} is complete"
     trained = [h for h in history if h.get("train/trained")]
     lines = [f"done: {len(history)} iterations in {run_dir} ({wall:.0f} s this session)"]
     if trained:

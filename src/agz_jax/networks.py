@@ -86,6 +86,11 @@ class Networks:
     num_nets: int = 2
     obs_channels: int = 3
 
+    def __post_init__(self):
+        if self.num_nets not in (1, 2):
+            raise ValueError(f"num_nets must be 1 (one net) or 2 (Double Networks), "
+                             f"got {self.num_nets!r}")
+
     def init(self, key: jax.Array) -> Variables:
         """Variables with every leaf stacked ``[num_nets, ...]``."""
         size = self.module.board_size
