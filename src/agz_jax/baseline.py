@@ -126,18 +126,20 @@ class Node:
 def make_net_fn(nets: Networks, variables) -> NetFn:
     """The network at batch size 1, jitted once: ``(obs [H,W,3], net) -> (logits, value)``.
 
-    ``net`` indexes the stacked variables (0 single net; 0 black / 1 white with
-    Double Networks), so only the net that is asked runs.
+    ``net`` picks one of the stacked nets (0 single net; 0 black / 1 white with
+    Double Networks); only that net runs. The per-net variables are split on
+    the host once, so a call costs exactly one batch-1 forward pass.
     """
+    per_net = [jax.tree.map(lambda v, i=i: jax.device_put(np.asarray(v)[i]), variables)
+               for i in range(nets.num_nets)]
 
     @jax.jit
-    def apply(variables, obs, net):
-        one = jax.tree.map(lambda v: v[net], variables)
+    def apply(one, obs):
         logits, value = nets.apply_one(one, obs[None])
         return logits[0], value[0]
 
     def net_fn(obs: np.ndarray, net: int) -> tuple[np.ndarray, float]:
-        logits, value = jax.device_get(apply(variables, jnp.asarray(obs), jnp.int32(net)))
+        logits, value = jax.device_get(apply(per_net[net], jnp.asarray(obs)))
         return np.asarray(logits, np.float64), float(value)
 
     return net_fn
@@ -200,7 +202,8 @@ def search(position: Position, net_fn: NetFn, *, num_simulations: int, c_puct: f
                 child_pos = node.position.play(a)
                 child = node.children[a] = Node(child_pos)
                 if child_pos.done:
-                    # A winning move: the mover gets +1 and the game stops there.
+                    # The game ends here: reward +1 to a winning mover (0 for a
+                    # draw), no discount, the finished position worth -1 (or 0).
                     node.child_reward[a] = -child_pos.final_value()
                     node.child_discount[a] = 0.0
                     leaf_value = child_pos.final_value()

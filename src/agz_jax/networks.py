@@ -16,8 +16,10 @@ Double Networks (paper III.B): ``Networks`` holds ``num_nets`` parameter sets
 stacked on a leading axis: one net (``num_nets=1``) or a black and a white net
 (``num_nets=2``). ``Networks.evaluate`` asks, for each position, the net of the
 colour to move. Mixed-colour batches are evaluated by running both nets on the
-whole batch and selecting per position; see ``experiments/bench.py`` for the
-measured cost of the alternatives.
+whole batch, one after the other, and selecting per position. That costs two
+forward passes; ``make bench`` measures the alternatives on a mixed-colour
+batch, and on XLA:CPU both nets under ``jax.vmap`` (a batched convolution) or a
+per-position parameter gather were 2-3x slower than two plain passes.
 """
 
 from __future__ import annotations
@@ -118,17 +120,27 @@ class Networks:
         Returns:
           logits float32[B, A], value float32[B].
         """
+        outs = [self.apply_one(unstack(variables, n), obs) for n in range(self.num_nets)]
         if self.num_nets == 1:
-            one = jax.tree.map(lambda v: v[0], variables)
-            return self.apply_one(one, obs)
-        logits, value = jax.vmap(self.apply_one, in_axes=(0, None))(variables, obs)
-        idx = self.net_index(to_play)
-        batch = jnp.arange(obs.shape[0])
-        return logits[idx, batch], value[idx, batch]
+            return outs[0]
+        white = (to_play == 1)
+        logits = jnp.where(white[:, None], outs[1][0], outs[0][0])
+        value = jnp.where(white, outs[1][1], outs[0][1])
+        return logits, value
 
     def num_params(self, variables: Variables) -> int:
         """Trainable parameters of one net."""
         return sum(x[0].size for x in jax.tree.leaves(variables["params"]))
+
+
+def unstack(variables: Variables, n: int) -> Variables:
+    """The variables of net ``n`` from stacked ``[num_nets, ...]`` variables."""
+    return jax.tree.map(lambda v: v[n], variables)
+
+
+def stack(per_net: list) -> Variables:
+    """Stack per-net pytrees on a new leading axis."""
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *per_net)
 
 
 def flops_per_position(board_size: int, filters: int, blocks: int, channels: int = 3,

@@ -1,0 +1,505 @@
+"""Speed of self-play search, the net, training, and the in-repo NumPy baseline.
+
+    python -m experiments.bench                      # the paper's net, 64 games x 64 sims
+    python -m experiments.bench --games 128 --sims 32
+    python -m experiments.bench --quick --json       # small and fast (used by a test)
+
+For the paper's net (``PolicyValueNet`` defaults: 32 filters, 2 residual blocks)
+on a ``--size`` board, with a single net (num_nets=1) and Double Networks
+(num_nets=2), it measures:
+
+* self-play: a jitted ``lax.scan`` of ``--moves`` moves (``run_search`` with root
+  noise, ``select_move`` with the paper's temperature, ``rules.step``) from a
+  batch of ``--games`` random mid-game positions; simulations/s and moves/s,
+  compile time excluded (compiled ahead of time and reported separately);
+* the net alone: ``Networks.evaluate`` on the same batch size, evaluations/s
+  (many evaluations inside one jitted loop, so dispatch is not counted);
+* search overhead = time per move / ((sims + 1) x time of one batched evaluation):
+  1.0 means the search costs nothing beyond its network calls;
+* achieved network GFLOP/s (``networks.flops_per_position``) next to a large
+  float32 matmul's on the same machine;
+* training: the SGD step of ``train.py`` (every net on its own batch) with
+  replay sampling and symmetry augmentation, ``--train-batch`` positions per
+  net; steps/s and compile time;
+* the baseline: ``agz_jax.baseline``, the same PUCT search in plain Python +
+  NumPy, one leaf and one batch-1 jitted net call at a time, run for about
+  ``--baseline-seconds`` per mode; its simulations/s and the JAX speed-up;
+* Double Networks evaluation strategies on a mixed-colour batch, each written
+  out here so the table does not depend on what ``Networks.evaluate`` does
+  today: both nets under ``jax.vmap`` over the stacked params then select; a
+  per-position parameter gather (``vmap`` of ``apply_one``, ``in_axes=(0, 0)``);
+  both nets one after the other (a Python loop over the two param sets) then
+  select; next to ``Networks.evaluate`` itself and a single net.
+
+Every timing is the best of a few runs (the machine may be shared). No
+persistent compilation cache is used, since compile time is reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import sys
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agz_jax import baseline, replay
+from agz_jax.config import SearchConfig, SelfPlayConfig, TrainConfig
+from agz_jax.gomoku import Rules, State
+from agz_jax.networks import Networks, PolicyValueNet, flops_per_position
+from agz_jax.search import run_search, select_move, temperature
+from agz_jax.train import init_train_state, make_train_step
+
+GAMMA = 0.95
+MODES = {"single": 1, "double": 2}
+
+# Every number in the JSON's "results" (dotted paths); all are positive and finite.
+MODE_KEYS = (
+    "selfplay_compile_s", "selfplay_s", "sims_per_s", "moves_per_s",
+    "forward_ms", "forward_evals_per_s", "search_overhead",
+    "net_gflops", "net_vs_matmul",
+    "train_compile_s", "train_step_s", "train_steps_per_s",
+    "baseline_sims_per_s", "baseline_simulations", "speedup_vs_baseline",
+)
+RESULT_KEYS = (
+    *(f"{mode}.{k}" for mode in MODES for k in MODE_KEYS),
+    *(f"double_strategies.{k}_evals_per_s"
+      for k in ("evaluate", "vmap", "gather", "sequential", "single_net")),
+    "matmul.gflops",
+)
+
+
+_T0 = time.perf_counter()
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.perf_counter() - _T0:5.0f} s] {msg}", file=sys.stderr, flush=True)
+
+
+def best_time(fn: Callable[[], object], repeats: int) -> float:
+    """Best wall time of ``repeats`` calls of ``fn`` (which blocks on its result)."""
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def compile_timed(fn, *args):
+    """(compiled executable, seconds to trace + lower + compile)."""
+    t0 = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    return compiled, time.perf_counter() - t0
+
+
+# ---------------------------------------------------------------------------- inputs
+
+
+def midgame_positions(size: int, num_games: int, stones: int, seed: int,
+                      mixed: bool = False) -> list[baseline.Position]:
+    """Random unfinished positions with ``stones`` stones (``+ g % 2`` if ``mixed``,
+    so half the batch has white to move). Winning moves are never played."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for g in range(num_games):
+        pos = baseline.Position.initial(size)
+        while pos.num_moves < stones + (g % 2 if mixed else 0):
+            nxt = pos.play(int(rng.choice(np.flatnonzero(pos.legal()))))
+            if not nxt.done:
+                pos = nxt
+        out.append(pos)
+    return out
+
+
+def to_state(positions: list[baseline.Position]) -> State:
+    """Stack NumPy positions into a batched ``gomoku.State`` [B]."""
+    i32 = lambda xs: jnp.asarray(np.array(xs, np.int32))
+    return State(
+        board=jnp.asarray(np.stack([p.board for p in positions])),
+        to_play=i32([p.to_play for p in positions]),
+        last_action=i32([p.last_action for p in positions]),
+        num_moves=i32([p.num_moves for p in positions]),
+        winner=i32([p.winner for p in positions]),
+        done=jnp.asarray(np.array([p.done for p in positions])),
+        illegal=jnp.zeros(len(positions), bool),
+    )
+
+
+def random_buffer(num_nets: int, capacity: int, size: int, seed: int) -> replay.Buffer:
+    """A full replay buffer of random positions, policies and +-1 labels."""
+    rng = np.random.default_rng(seed)
+    a = size * size
+    order = np.argsort(rng.random((num_nets, capacity, a)), axis=-1)
+    stones = rng.integers(0, a // 3, (num_nets, capacity, 1))
+    rank = np.argsort(order, axis=-1)  # a random permutation rank of each point
+    own = (rank < stones) & (rank % 2 == 0)
+    opp = (rank < stones) & (rank % 2 == 1)
+    last = rank == np.maximum(stones - 1, 0)
+    obs = np.stack([own, opp, last & (stones > 0)], -1).reshape(num_nets, capacity, size, size, 3)
+    policy = rng.dirichlet(np.full(a, 0.3), (num_nets, capacity)).astype(np.float32)
+    z = rng.choice([-1.0, 1.0], (num_nets, capacity)).astype(np.float32)
+    full = jnp.full(num_nets, capacity, jnp.int32)
+    return replay.Buffer(jnp.asarray(obs.astype(np.int8)), jnp.asarray(policy), jnp.asarray(z),
+                         full, jnp.zeros(num_nets, jnp.int32))
+
+
+# ------------------------------------------------------------------- the functions
+
+
+def vmap_evaluate(nets: Networks):
+    """Both nets on the whole batch under ``jax.vmap`` over the stacked params
+    (``in_axes=(0, None)``), then each position's net selected."""
+
+    def evaluate(variables, obs, to_play):
+        logits, value = jax.vmap(nets.apply_one, in_axes=(0, None))(variables, obs)
+        idx, batch = nets.net_index(to_play), jnp.arange(obs.shape[0])
+        return logits[idx, batch], value[idx, batch]
+
+    return evaluate
+
+
+def gather_evaluate(nets: Networks):
+    """Per-position params: ``vmap`` of ``apply_one`` over (params[to_play], obs)."""
+
+    def evaluate(variables, obs, to_play):
+        per = jax.tree.map(lambda v: v[nets.net_index(to_play)], variables)
+        logits, value = jax.vmap(lambda v, o: nets.apply_one(v, o[None]))(per, obs)
+        return logits[:, 0], value[:, 0]
+
+    return evaluate
+
+
+def sequential_evaluate(nets: Networks):
+    """Each net on the whole batch, one after the other (a Python loop), then select."""
+
+    def evaluate(variables, obs, to_play):
+        outs = [nets.apply_one(jax.tree.map(lambda v, i=i: v[i], variables), obs)
+                for i in range(nets.num_nets)]
+        idx = nets.net_index(to_play)
+        logits = sum(jnp.where((idx == i)[:, None], o[0], 0.0) for i, o in enumerate(outs))
+        value = sum(jnp.where(idx == i, o[1], 0.0) for i, o in enumerate(outs))
+        return logits, value
+
+    return evaluate
+
+
+def make_moves(rules: Rules, nets: Networks, search_cfg: SearchConfig, num_moves: int):
+    """``moves(variables, key, states [B]) -> states``: ``num_moves`` self-play moves,
+    built exactly like ``selfplay.make_selfplay``'s move (root noise, semi-stochastic
+    temperature)."""
+    move_cfg = SelfPlayConfig()
+
+    def moves(variables, key, states):
+        def body(states, key):
+            search_key, move_key = jax.random.split(key)
+            out = run_search(search_cfg, rules, nets, GAMMA, variables, search_key, states,
+                             explore=True)
+            legal = jax.vmap(rules.legal_mask)(states)
+            visits = out.search_tree.summary().visit_counts.astype(jnp.float32)
+            action = select_move(move_key, visits, legal, temperature(move_cfg, states.num_moves))
+            return jax.vmap(rules.step)(states, action), None
+
+        states, _ = jax.lax.scan(body, states, jax.random.split(key, num_moves))
+        return states
+
+    return moves
+
+
+def repeated(evaluate, reps: int):
+    """``reps`` evaluations in one jitted loop. Each input depends (by a vanishing
+    amount) on the previous output, so XLA cannot hoist or merge them."""
+
+    def run(variables, obs, to_play):
+        def body(_, acc):
+            logits, value = evaluate(variables, obs + 1e-30 * acc, to_play)
+            return acc + jnp.mean(value) + jnp.mean(logits)
+
+        return jax.lax.fori_loop(0, reps, body, jnp.float32(0.0))
+
+    return run
+
+
+def time_evaluate(evaluate, variables, obs, to_play, reps: int, repeats: int) -> float:
+    """Seconds per batched evaluation (compile excluded)."""
+    fn, _ = compile_timed(repeated(evaluate, reps), variables, obs, to_play)
+    jax.block_until_ready(fn(variables, obs, to_play))
+    return best_time(lambda: fn(variables, obs, to_play), repeats) / reps
+
+
+# ------------------------------------------------------------------------ measures
+
+
+def bench_search(rules, nets, variables, states, args, repeats: int, reps: int) -> dict:
+    """Self-play moves and the net alone (``nets.evaluate`` on the root batch).
+
+    Both are compiled ahead of time (so even a first run is compile-free) and
+    timed alternately, fwd / self-play / fwd / ... / fwd, each the best of its
+    runs, so that the overhead ratio compares runs made under the same load.
+    """
+    cfg = SearchConfig(num_simulations=args.sims)
+    key = jax.random.PRNGKey(args.seed)
+    obs = jax.vmap(rules.observe)(states)
+    play, compile_s = compile_timed(make_moves(rules, nets, cfg, args.moves), variables, key,
+                                    states)
+    fwd, _ = compile_timed(repeated(nets.evaluate, reps), variables, obs, states.to_play)
+    jax.block_until_ready(fwd(variables, obs, states.to_play))
+    fwd_times, play_times = [], []
+    for i in range(2 * repeats + 1):
+        if i % 2:
+            play_times.append(best_time(lambda: play(variables, key, states), 1))
+        else:
+            fwd_times.append(best_time(lambda: fwd(variables, obs, states.to_play), 1) / reps)
+    seconds, forward = min(play_times), min(fwd_times)
+    final = play(variables, key, states)
+    moves = int(jnp.sum(final.num_moves - states.num_moves))
+    sims = args.games * args.moves * args.sims  # searched, finished games or not
+    per_sim = seconds / args.moves / (args.sims + 1)
+    return {"selfplay_compile_s": compile_s, "selfplay_s": seconds,
+            "sims_per_s": sims / seconds, "moves_per_s": moves / seconds,
+            "forward_ms": forward * 1e3, "forward_evals_per_s": args.games / forward,
+            "search_overhead": per_sim / forward,
+            "search_extra_ms_per_sim": (per_sim - forward) * 1e3}
+
+
+def bench_train(nets, args, budget: float = 8.0) -> dict:
+    """One untimed step, then up to ``--train-steps`` timed ones (fewer once
+    ``budget`` seconds are spent); the best step time."""
+    tcfg = TrainConfig(batch_size=args.train_batch)
+    step = make_train_step(nets, tcfg)
+    state = jax.jit(lambda k: init_train_state(nets, tcfg, k))(jax.random.PRNGKey(args.seed))
+    buffer = random_buffer(nets.num_nets, 2 * args.train_batch, args.size, args.seed)
+
+    def train_step(state, buffer, key):  # as in run.build's train loop body
+        return step(state, replay.sample(buffer, key, tcfg.batch_size))
+
+    key = jax.random.PRNGKey(1)
+    fn, compile_s = compile_timed(train_step, state, buffer, key)
+    state, _ = jax.block_until_ready(fn(state, buffer, key))
+    times = []
+    while len(times) < args.train_steps and (not times or sum(times) < budget):
+        t0 = time.perf_counter()
+        state, _ = jax.block_until_ready(fn(state, buffer, key))
+        times.append(time.perf_counter() - t0)
+    seconds = min(times)
+    return {"train_compile_s": compile_s, "train_step_s": seconds,
+            "train_steps_per_s": 1.0 / seconds}
+
+
+def bench_baseline(nets, variables, positions, args, budget: float) -> dict:
+    """The NumPy MCTS on up to 4 of the positions, one move of each in turn, until
+    ``budget`` seconds are spent (at least one move)."""
+    net_fn = baseline.make_net_fn(nets, variables)
+    kw = dict(num_simulations=args.sims, gamma=GAMMA, num_nets=nets.num_nets)
+    net_fn(positions[0].observe(), 0)  # compile the batch-1 net
+    games = list(positions[:4])
+    sims = moves = 0
+    seconds = 0.0
+    while seconds < budget and not all(g.done for g in games):
+        for i, pos in enumerate(games):
+            out = baseline.play([pos], net_fn, num_moves=1, seed=args.seed + moves, **kw)
+            games[i] = out["positions"][0]
+            sims, moves = sims + out["simulations"], moves + out["moves"]
+            seconds += out["seconds"]
+    return {"baseline_sims_per_s": sims / seconds, "baseline_simulations": float(sims),
+            "baseline_games": len(games), "baseline_moves": moves, "baseline_s": seconds}
+
+
+def matmul_gflops(n: int, repeats: int) -> float:
+    a = jax.random.normal(jax.random.PRNGKey(0), (n, n), jnp.float32)
+    b = jax.random.normal(jax.random.PRNGKey(1), (n, n), jnp.float32)
+    f = jax.jit(jnp.dot)
+    jax.block_until_ready(f(a, b))
+    return 2 * n**3 / best_time(lambda: f(a, b), repeats) / 1e9
+
+
+# ---------------------------------------------------------------------------- main
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m experiments.bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--games", type=int, default=None, help="games in the batch B (64)")
+    p.add_argument("--sims", type=int, default=None, help="simulations per move (64)")
+    p.add_argument("--size", type=int, default=None, help="board side (15)")
+    p.add_argument("--moves", type=int, default=None, help="self-play moves timed (4)")
+    p.add_argument("--train-batch", type=int, default=None, help="positions per net (512)")
+    p.add_argument("--train-steps", type=int, default=None, help="timed train steps (3)")
+    p.add_argument("--baseline-seconds", type=float, default=None,
+                   help="NumPy baseline time per mode (14)")
+    p.add_argument("--matmul", type=int, default=None, help="matmul side (2048)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true",
+                   help="9x9, 8 games, 8 sims, small everything (defaults for unset flags)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    args = p.parse_args(argv)
+    full = dict(games=64, sims=64, size=15, moves=4, train_batch=512, train_steps=3,
+                baseline_seconds=14.0, matmul=2048)
+    quick = dict(games=8, sims=8, size=9, moves=2, train_batch=64, train_steps=2,
+                 baseline_seconds=0.5, matmul=512)
+    for k, v in (quick if args.quick else full).items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    for k in ("games", "sims", "moves", "train_batch", "train_steps", "matmul"):
+        if getattr(args, k) < 1:
+            p.error(f"--{k.replace('_', '-')} must be >= 1")
+    Rules(args.size)  # validates the size
+    return args
+
+
+def run(args: argparse.Namespace, command: str) -> dict:
+    jax.config.update("jax_enable_compilation_cache", False)
+    start = time.perf_counter()
+    load_start = os.getloadavg()[0]
+    rules = Rules(args.size)
+    module = PolicyValueNet(board_size=args.size)
+    stones = max(2, (args.size * args.size) // 10) // 2 * 2  # even: black to move
+    positions = midgame_positions(args.size, args.games, stones, args.seed)
+    states = to_state(positions)
+    mixed = to_state(midgame_positions(args.size, args.games, stones, args.seed + 1, mixed=True))
+    mixed_obs = jax.vmap(rules.observe)(mixed)
+    flops = flops_per_position(args.size, module.filters, module.blocks, 3, module.value_hidden)
+    repeats = 2  # timed runs of each (plus one more of the net alone)
+    reps = max(4, min(64, 1024 // args.games))  # evaluations per timed forward call
+
+    log(f"matmul {args.matmul}x{args.matmul}")
+    mm = matmul_gflops(args.matmul, 5)
+    results: dict = {"matmul": {"n": args.matmul, "gflops": mm}}
+
+    for mode, num_nets in MODES.items():
+        nets = Networks(module, num_nets=num_nets)
+        variables = jax.jit(nets.init)(jax.random.PRNGKey(args.seed))
+        log(f"{mode}: self-play {args.moves} moves x {args.games} games x {args.sims} sims, "
+            "and the net alone")
+        r = bench_search(rules, nets, variables, states, args, repeats, reps)
+        # Useful work: one net per position, whatever the evaluation strategy runs.
+        r["net_gflops"] = flops * r["forward_evals_per_s"] / 1e9
+        r["net_vs_matmul"] = r["net_gflops"] / mm
+        log(f"{mode}: train step, {args.train_batch} positions per net")
+        r.update(bench_train(nets, args))
+        log(f"{mode}: NumPy baseline, ~{args.baseline_seconds:g} s")
+        r.update(bench_baseline(nets, variables, positions, args, args.baseline_seconds))
+        r["speedup_vs_baseline"] = r["sims_per_s"] / r["baseline_sims_per_s"]
+        results[mode] = r
+
+        if num_nets == 2:
+            log("double: evaluation strategies on a mixed-colour batch")
+            single = Networks(module, num_nets=1)
+            one = jax.tree.map(lambda v: v[:1], variables)
+            t = lambda f, v: args.games / time_evaluate(f, v, mixed_obs, mixed.to_play, reps,
+                                                        repeats + 1)
+            results["double_strategies"] = {
+                "evaluate_evals_per_s": t(nets.evaluate, variables),
+                "vmap_evals_per_s": t(vmap_evaluate(nets), variables),
+                "gather_evals_per_s": t(gather_evaluate(nets), variables),
+                "sequential_evals_per_s": t(sequential_evaluate(nets), variables),
+                "single_net_evals_per_s": t(single.evaluate, one),
+            }
+
+    return {
+        "command": command,
+        "backend": jax.default_backend(),
+        "device_count": jax.device_count(),
+        "devices": str(jax.devices()),
+        "jax_version": jax.__version__,
+        "cpu_count": os.cpu_count(),
+        "load_avg_1min": {"start": load_start, "end": os.getloadavg()[0]},
+        "config": {"size": args.size, "filters": module.filters, "blocks": module.blocks,
+                   "games": args.games, "sims": args.sims, "moves": args.moves,
+                   "midgame_stones": stones, "c_puct": SearchConfig().c_puct, "gamma": GAMMA,
+                   "train_batch": args.train_batch, "flops_per_position": flops,
+                   "forward_reps": reps},
+        "results": results,
+        "total_s": time.perf_counter() - start,
+    }
+
+
+def lookup(d: dict, dotted: str):
+    for part in dotted.split("."):
+        d = d[part]
+    return d
+
+
+def table(report: dict) -> str:
+    c, res = report["config"], report["results"]
+    s, d, st = res["single"], res["double"], res["double_strategies"]
+    lines = [
+        f"command: {report['command']}",
+        f"jax {report['jax_version']}, backend {report['backend']}, "
+        f"{report['device_count']} device(s) {report['devices']}, {report['cpu_count']} CPUs, "
+        f"load avg {report['load_avg_1min']['start']:.1f} -> "
+        f"{report['load_avg_1min']['end']:.1f}",
+        f"net {c['size']}x{c['size']}, {c['filters']} filters, {c['blocks']} blocks "
+        f"({c['flops_per_position'] / 1e6:.2f} MFLOP/position); {c['games']} games x "
+        f"{c['sims']} sims, {c['moves']} moves timed from {c['midgame_stones']}-stone "
+        f"positions; c_puct {c['c_puct']}, gamma {c['gamma']}",
+        "",
+        f"{'':38}{'single net':>12}{'double nets':>13}",
+    ]
+
+    def row(label, key, fmt):
+        lines.append(f"{label:38}{fmt.format(s[key]):>12}{fmt.format(d[key]):>13}")
+
+    row("self-play simulations/s", "sims_per_s", "{:,.0f}")
+    row("self-play moves/s", "moves_per_s", "{:,.1f}")
+    row("self-play move fn compile (s)", "selfplay_compile_s", "{:.1f}")
+    row(f"net evaluations/s (evaluate, B={c['games']})", "forward_evals_per_s", "{:,.0f}")
+    row("net time per batched evaluation (ms)", "forward_ms", "{:.2f}")
+    row("search overhead (target <= 1.3)", "search_overhead", "{:.2f}x")
+    row("  search time beyond the net / sim (ms)", "search_extra_ms_per_sim", "{:.2f}")
+    row("net GFLOP/s (one net per position)", "net_gflops", "{:.1f}")
+    row(f"  / matmul's {res['matmul']['gflops']:.0f} GFLOP/s", "net_vs_matmul", "{:.0%}")
+    row(f"train steps/s ({c['train_batch']} per net)", "train_steps_per_s", "{:.2f}")
+    row("train step compile (s)", "train_compile_s", "{:.1f}")
+    row("NumPy baseline simulations/s", "baseline_sims_per_s", "{:,.0f}")
+    row("speed-up vs baseline (target >= 2)", "speedup_vs_baseline", "{:.1f}x")
+    lines += [
+        "",
+        f"matmul {res['matmul']['n']}x{res['matmul']['n']} float32 (jitted jnp.dot): "
+        f"{res['matmul']['gflops']:.1f} GFLOP/s",
+        f"NumPy baseline runs: single {s['baseline_moves']} moves of {s['baseline_games']} "
+        f"games in {s['baseline_s']:.1f} s, double {d['baseline_moves']} moves of "
+        f"{d['baseline_games']} games in {d['baseline_s']:.1f} s "
+        f"({c['sims']} sims per move, one leaf and one batch-1 net call at a time)",
+        "",
+        f"Double Networks evaluation strategies, mixed-colour batch of {c['games']} "
+        "(evaluations/s):",
+        *(f"  {label:56}{st[key]:>10,.0f}" for label, key in (
+            ("Networks.evaluate (as in the repo now)", "evaluate_evals_per_s"),
+            ("both nets under vmap over stacked params, select", "vmap_evals_per_s"),
+            ("per-position param gather (vmap, in_axes=(0, 0))", "gather_evals_per_s"),
+            ("both nets one after the other, select", "sequential_evals_per_s"),
+            ("single net (reference: one net, no selection)", "single_net_evals_per_s"))),
+        "",
+        "search overhead = (time per move) / ((sims + 1) x time of one batched evaluation).",
+        "Timings are the best of a few runs, compile excluded; the machine may be shared.",
+        f"total bench time {report['total_s']:.0f} s",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse(argv)
+    command = shlex.join(["python", "-m", "experiments.bench", *argv])
+    report = run(args, command)
+    for key in RESULT_KEYS:
+        v = lookup(report["results"], key)
+        if not (math.isfinite(v) and v > 0):
+            log(f"warning: {key} = {v}")
+    if args.json:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        print(table(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""The benchmark's report, and the NumPy baseline it compares against.
+
+The baseline (``agz_jax.baseline``) must be the same search as ``agz_jax.search``,
+not merely a slow one: it finds a one-move win, plays legal moves, and its root
+visit counts equal mctx's exactly on random positions (ties broken away by
+random policy biases, since mctx breaks exact ties with noise and the baseline
+by lowest index).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agz_jax import baseline
+from agz_jax.config import SearchConfig
+from agz_jax.gomoku import Rules, State
+from agz_jax.networks import Networks, PolicyValueNet
+from agz_jax.search import run_search
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZE = 7
+GAMMA = 0.95
+
+MODE_KEYS = (
+    "selfplay_compile_s", "selfplay_s", "sims_per_s", "moves_per_s",
+    "forward_ms", "forward_evals_per_s", "search_overhead", "net_gflops", "net_vs_matmul",
+    "train_compile_s", "train_step_s", "train_steps_per_s",
+    "baseline_sims_per_s", "baseline_simulations", "speedup_vs_baseline",
+)
+RESULT_KEYS = (
+    *(f"{mode}.{k}" for mode in ("single", "double") for k in MODE_KEYS),
+    *(f"double_strategies.{k}_evals_per_s"
+      for k in ("evaluate", "vmap", "gather", "sequential", "single_net")),
+    "matmul.gflops",
+)
+
+
+def test_bench_quick_json():
+    # The report's shape, not its speed: a lower XLA optimisation level halves
+    # the compile times that dominate this small run.
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+    proc = subprocess.run([sys.executable, "-m", "experiments.bench", "--quick", "--json"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["command"] == "python -m experiments.bench --quick --json"
+    assert report["backend"] and report["jax_version"] == jax.__version__
+    assert report["device_count"] >= 1
+    assert report["config"]["size"] == 9 and report["config"]["games"] == 8
+    for key in RESULT_KEYS:
+        value = report["results"]
+        for part in key.split("."):
+            value = value[part]
+        assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, key
+
+
+@pytest.fixture(scope="module")
+def nets():
+    return Networks(PolicyValueNet(SIZE, filters=8, blocks=1, value_hidden=8), num_nets=2)
+
+
+@pytest.fixture(scope="module")
+def variables(nets):
+    """Random nets whose policy biases are spread out, so that no two moves have
+    exactly the same prior (a random tiny net often outputs constant logits)."""
+    v = jax.jit(nets.init)(jax.random.PRNGKey(3))
+    params = dict(v["params"])
+    bias = params["Dense_0"]["bias"]  # the policy head's [num_nets, A]
+    params["Dense_0"] = {**params["Dense_0"],
+                         "bias": bias + jax.random.normal(jax.random.PRNGKey(9), bias.shape)}
+    return {**v, "params": params}
+
+
+def one_move_win() -> baseline.Position:
+    """Black to move; X X X X at (3,1)..(3,4), blocked at (3,0): only (3,5) wins."""
+    pos = baseline.Position.initial(SIZE)
+    for black, white in (((3, 1), (3, 0)), ((3, 2), (0, 0)), ((3, 3), (6, 6)),
+                         ((3, 4), (0, 6))):
+        pos = pos.play(black[0] * SIZE + black[1]).play(white[0] * SIZE + white[1])
+    return pos
+
+
+def random_positions(n: int, seed: int) -> list[baseline.Position]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        pos = baseline.Position.initial(SIZE)
+        for _ in range(rng.integers(0, 24)):
+            nxt = pos.play(int(rng.choice(np.flatnonzero(pos.legal()))))
+            if nxt.done:
+                break
+            pos = nxt
+        out.append(pos)
+    return out
+
+
+def test_rules_agree_with_jax():
+    rules = Rules(SIZE)
+    observe, legal_mask = jax.jit(rules.observe), jax.jit(rules.legal_mask)
+    step = jax.jit(rules.step)
+    for pos in [one_move_win(), *random_positions(6, 1)]:
+        state = State(jnp.asarray(pos.board), jnp.int32(pos.to_play),
+                      jnp.int32(pos.last_action), jnp.int32(pos.num_moves),
+                      jnp.int32(pos.winner), jnp.bool_(pos.done), jnp.bool_(False))
+        np.testing.assert_array_equal(np.asarray(observe(state)), pos.observe())
+        np.testing.assert_array_equal(np.asarray(legal_mask(state)), pos.legal())
+        for a in np.flatnonzero(pos.legal())[:10]:
+            ref, got = pos.play(int(a)), step(state, jnp.int32(a))
+            assert (ref.winner, ref.done) == (int(got.winner), bool(got.done))
+    won = one_move_win().play(3 * SIZE + 5)
+    assert won.done and won.winner == 0 and won.final_value() == -1.0
+
+
+@pytest.mark.parametrize("num_nets", [1, 2])
+def test_baseline_finds_one_move_win(nets, variables, num_nets):
+    pos = one_move_win()
+    if num_nets == 1:
+        nets = Networks(nets.module, num_nets=1)
+        variables = jax.tree.map(lambda v: v[:1], variables)
+    net_fn = baseline.make_net_fn(nets, variables)
+    visits = baseline.search(pos, net_fn, num_simulations=128, num_nets=num_nets)
+    assert visits.sum() == 128
+    assert np.all(visits[~pos.legal()] == 0)
+    assert int(np.argmax(visits)) == 3 * SIZE + 5
+    rng = np.random.default_rng(0)
+    for tau in (0.0, 1.0):
+        move = baseline.select_move(visits, tau, rng)
+        assert pos.legal()[move]
+    out = baseline.play([pos], net_fn, num_moves=1, num_simulations=128, num_nets=num_nets)
+    assert out["positions"][0].done and out["positions"][0].winner == 0
+    assert out["simulations"] == 128 and out["moves"] == 1
+
+
+def test_baseline_visit_counts_equal_mctx(nets, variables):
+    """Same root visit counts as ``search.run_search`` (PUCT, raw Q, Winning Value
+    Decay, no root noise), Double Networks, 48 simulations, on the one-move win
+    and random positions of either colour to move."""
+    positions = [one_move_win(), *random_positions(7, 2)]
+    assert {p.to_play for p in positions} == {0, 1}
+    states = State(
+        board=jnp.asarray(np.stack([p.board for p in positions])),
+        to_play=jnp.asarray([p.to_play for p in positions], jnp.int32),
+        last_action=jnp.asarray([p.last_action for p in positions], jnp.int32),
+        num_moves=jnp.asarray([p.num_moves for p in positions], jnp.int32),
+        winner=jnp.asarray([p.winner for p in positions], jnp.int32),
+        done=jnp.asarray([p.done for p in positions]),
+        illegal=jnp.zeros(len(positions), bool),
+    )
+    cfg = SearchConfig(num_simulations=48, c_puct=5.0, qtransform="raw")
+    search = jax.jit(functools.partial(run_search, cfg, Rules(SIZE), nets, GAMMA))
+    out = search(variables, jax.random.PRNGKey(0), states)
+    jax_visits = np.asarray(out.search_tree.summary().visit_counts)
+    net_fn = baseline.make_net_fn(nets, variables)
+    for i, pos in enumerate(positions):
+        visits = baseline.search(pos, net_fn, num_simulations=48, c_puct=5.0, gamma=GAMMA,
+                                 num_nets=2)
+        np.testing.assert_array_equal(visits, jax_visits[i], err_msg=f"position {i}")
