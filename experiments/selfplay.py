@@ -104,7 +104,8 @@ def fmt_line(it: int, total: int, m: dict) -> str:
         verdict = "accepted" if m["gating/accepted"] else "rejected"
         parts.append(f"gate {m['gating/score']:.2f} {verdict}")
     if "eval/vs_random_score" in m:
-        parts.append(f"vs random {m['eval/vs_random_score']:.2f}")
+        parts.append(f"vs random: search {m['eval/vs_random_score']:.2f}, "
+                     f"raw {m['eval/policy_vs_random_score']:.2f}")
     return " | ".join(parts)
 
 
@@ -158,6 +159,13 @@ def main(argv: list[str] | None = None) -> int:
                       " pass --iterations N to extend it)")
         return 0
     start = time.perf_counter()
+    if int(state.iteration) == 0 and config.eval.every and not log.read():
+        metrics = run.initial_evaluation(comps, state)
+        log.write(0, metrics)
+        if not args.quiet:
+            console.print(f"it    0/{config.iterations} | untrained net vs random: "
+                          f"search {metrics['eval/vs_random_score']:.2f}, raw policy "
+                          f"{metrics['eval/policy_vs_random_score']:.2f}")
     while int(state.iteration) < config.iterations:
         state, metrics = run.run_iteration(comps, state)
         it = int(state.iteration)
@@ -174,26 +182,26 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def summary(history: list[dict], wall: float, run_dir: Path) -> str:
-    trained = [h for h in history if h.get("train/trained")]
-    lines = [f"done: {len(history)} iterations in {run_dir} ({wall:.0f} s this session)"]
+    iterations = [h for h in history if h["iteration"] > 0]
+    trained = [h for h in iterations if h.get("train/trained")]
+    lines = [f"done: {len(iterations)} iterations in {run_dir} ({wall:.0f} s this session)"]
     if trained:
         first, last = trained[0], trained[-1]
-        lines.append(f"  loss {first['train/first_loss']:.3f} -> {last['train/loss']:.3f}"
-                     f" (value {trained[0]['train/first_value_loss']:.3f} -> "
-                     f"{trained[-1]['train/value_loss']:.3f}, policy "
-                     f"{trained[0]['train/first_policy_loss']:.3f} -> "
-                     f"{trained[-1]['train/policy_loss']:.3f})")
-    gates = [h for h in history if "gating/score" in h]
+        lines.append(
+            f"  loss (first step of the first trained iteration -> last step of the last) "
+            f"{first['train/first_loss']:.3f} -> {last['train/loss']:.3f}: value "
+            f"{first['train/first_value_loss']:.3f} -> {last['train/value_loss']:.3f}, policy "
+            f"{first['train/first_policy_loss']:.3f} -> {last['train/policy_loss']:.3f}")
+    gates = [h for h in iterations if "gating/score" in h]
     if gates:
         acc = sum(h["gating/accepted"] for h in gates)
         lines.append(f"  gating: {acc:.0f}/{len(gates)} candidates accepted")
     evals = [h for h in history if "eval/vs_random_score" in h]
-    if evals:
-        e = evals[-1]
-        lines.append(f"  vs random (iteration {e['iteration']}): "
-                     f"score {e['eval/vs_random_score']:.2f} "
-                     f"(95% interval from {e['eval/vs_random_low']:.2f}) "
-                     f"over {e['eval/vs_random_games']:.0f} games")
+    for e in evals[:1] + evals[1:][-1:]:
+        lines.append(f"  vs random at iteration {e['iteration']}: with search "
+                     f"{e['eval/vs_random_score']:.2f} (95% CI from {e['eval/vs_random_low']:.2f}),"
+                     f" raw policy {e['eval/policy_vs_random_score']:.2f} "
+                     f"({e['eval/vs_random_games']:.0f} games each)")
     lines.append(f"  metrics: {run_dir / 'metrics.jsonl'}, TensorBoard: {run_dir / 'tb'}")
     return "\n".join(lines)
 

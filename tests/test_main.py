@@ -82,11 +82,13 @@ def test_smoke_run_then_kill_and_resume_matches_uninterrupted(tmp_path, env):
     full = tmp_path / "full"
     main_job([*SMALL, "--iterations", "5", "--out", str(full)], env)
     m_full = read_metrics(full)
-    assert [m["iteration"] for m in m_full] == [1, 2, 3, 4, 5]
+    # Iteration 0 is the untrained net's evaluation against random.
+    assert [m["iteration"] for m in m_full] == [0, 1, 2, 3, 4, 5]
     assert (full / "checkpoints" / "5").is_dir()
     assert list((full / "tb").glob("events.out.tfevents.*"))
     assert (full / "config.json").exists()
-    assert "train/loss" in m_full[-1] and "eval/vs_random_score" in m_full[1]
+    assert "train/loss" in m_full[-1] and "eval/vs_random_score" in m_full[2]
+    assert "eval/policy_vs_random_score" in m_full[0]
 
     # Kill a second run with SIGKILL once its first iteration is checkpointed.
     killed = tmp_path / "killed"
@@ -101,7 +103,7 @@ def test_smoke_run_then_kill_and_resume_matches_uninterrupted(tmp_path, env):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done = len(read_metrics(killed)) if (killed / "metrics.jsonl").exists() else 0
-    assert done < 5, "the run finished before the kill; nothing was tested"
+    assert done < 6, "the run finished before the kill; nothing was tested"
 
     # A fresh run into the same directory is refused; --resume finishes it.
     refused = main_job([*SMALL, "--iterations", "5", "--out", str(killed)], env, check=False)
@@ -109,7 +111,7 @@ def test_smoke_run_then_kill_and_resume_matches_uninterrupted(tmp_path, env):
     resumed = main_job(["--out", str(killed), "--resume", "--quiet"], env)
     assert "resumed" in resumed.stdout
     m_resumed = read_metrics(killed)
-    assert [m["iteration"] for m in m_resumed] == [1, 2, 3, 4, 5]
+    assert [m["iteration"] for m in m_resumed] == [0, 1, 2, 3, 4, 5]
     for a, b in zip(m_full, m_resumed, strict=True):
         assert deterministic(a) == deterministic(b)
 
@@ -118,7 +120,7 @@ def test_smoke_run_then_kill_and_resume_matches_uninterrupted(tmp_path, env):
     assert "complete" in again.stdout
     # Extending it with --iterations continues from 5.
     main_job(["--out", str(killed), "--resume", "--quiet", "--iterations", "6"], env)
-    assert [m["iteration"] for m in read_metrics(killed)] == [1, 2, 3, 4, 5, 6]
+    assert [m["iteration"] for m in read_metrics(killed)] == [0, 1, 2, 3, 4, 5, 6]
     # Any other change on --resume is refused, naming the field.
     bad = main_job(["--out", str(killed), "--resume", "--search.num-simulations", "4"], env,
                    check=False)

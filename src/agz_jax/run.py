@@ -90,10 +90,15 @@ def build(config: Config) -> Components:
         return arena.play_match(rules, a, b, key, g.num_games)
 
     def evaluate(best, key):
+        """The best net against a uniformly random player: with search, and raw
+        (the policy's argmax, no search; Maddison et al.'s "network alone")."""
         e = config.eval
+        k_search, k_raw = jax.random.split(key)
+        rnd = arena.random_player(rules)
         a = arena.mcts_player(rules, nets, config.search, gamma, best, e.num_simulations)
-        return arena.play_match(rules, a, arena.random_player(rules), key, e.num_games,
-                                opening_plies=0)
+        raw = arena.policy_player(rules, nets, best)
+        return (arena.play_match(rules, a, rnd, k_search, e.num_games),
+                arena.play_match(rules, raw, rnd, k_raw, e.num_games))
 
     return Components(config, rules, nets, jax.jit(play), jax.jit(ingest), jax.jit(train_step),
                       jax.jit(gate), jax.jit(evaluate))
@@ -162,16 +167,30 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
 
     last_iteration = it == config.iterations
     if config.eval.every and (it % config.eval.every == 0 or last_iteration):
-        t0 = time.perf_counter()
-        result = arena.score(comps.evaluate(best, k_eval))
-        metrics["time/eval_s"] = time.perf_counter() - t0
-        metrics["eval/vs_random_score"] = result.score
-        metrics["eval/vs_random_low"] = result.low
-        metrics["eval/vs_random_wins"] = float(result.wins)
-        metrics["eval/vs_random_games"] = float(result.games)
+        metrics.update(evaluate(comps, best, k_eval))
 
     new_state = RunState(jnp.int32(it), key, train_state, best, buffer)
     return new_state, metrics
+
+
+def evaluate(comps: Components, variables, key) -> dict:
+    """Match metrics of ``variables`` against a uniformly random player."""
+    t0 = time.perf_counter()
+    with_search, raw = comps.evaluate(variables, key)
+    metrics = {}
+    for name, result in (("vs_random", with_search), ("policy_vs_random", raw)):
+        s = arena.score(result)
+        metrics[f"eval/{name}_score"] = s.score
+        metrics[f"eval/{name}_low"] = s.low
+        metrics[f"eval/{name}_wins"] = float(s.wins)
+        metrics[f"eval/{name}_games"] = float(s.games)
+    metrics["time/eval_s"] = time.perf_counter() - t0
+    return metrics
+
+
+def initial_evaluation(comps: Components, state: RunState) -> dict:
+    """Iteration 0: the untrained net against random, the baseline of learning."""
+    return evaluate(comps, state.best, jax.random.fold_in(state.key, 0))
 
 
 def deterministic(metrics: dict) -> dict:

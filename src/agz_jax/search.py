@@ -24,6 +24,11 @@ finite logit (prior exactly 0) and the PUCT selection below never picks an
 action that is illegal in the node's position. Gumbel's interior selection picks argmax of
 ``pi' - N/(1+sum N)``, which is strictly positive for some legal action and 0
 for a zero-prior one, so it never picks an illegal move either (tested).
+
+The search loop is ``search_tree``: ``mctx.search`` with mctx's own simulate
+and expand steps but a backward pass written for the batch (``batched_backward``),
+which gives the same trees bit for bit without copying the whole tree on every
+step up a path; ``gumbel_policy`` is ``mctx.gumbel_muzero_policy`` on it.
 """
 
 from __future__ import annotations
@@ -36,6 +41,10 @@ import chex
 import jax
 import jax.numpy as jnp
 import mctx
+from mctx._src import action_selection as mctx_selection
+from mctx._src import qtransforms as mctx_qtransforms
+from mctx._src import search as mctx_search
+from mctx._src import seq_halving as mctx_seq_halving
 
 from agz_jax.config import SearchConfig, SelfPlayConfig
 from agz_jax.gomoku import Rules, State
@@ -166,6 +175,156 @@ def add_dirichlet_noise(key: jax.Array, prior_logits: jax.Array, legal: jax.Arra
     return mask_logits(noisy, legal)
 
 
+def batched_backward(tree: mctx.Tree, leaf_index: jax.Array) -> mctx.Tree:
+    """mctx's ``backward``, written for the batch: the same trees, bit for bit.
+
+    mctx's is ``jax.vmap`` of a ``lax.while_loop`` carrying one tree; under
+    vmap the batched predicate turns into a ``select`` over every carried tree
+    array ``[B, N, A]`` on every step up the path. Here one loop runs while any
+    row is below its root, and each step scatters only the ``B`` path entries;
+    a row already at its root gets an out-of-range batch index, so its update
+    is dropped. The arithmetic is mctx's, in mctx's order.
+
+    Args:
+      tree: the batched tree ``[B, ...]``.
+      leaf_index: int32[B], the node of each row to back up from.
+    """
+    batch_size = tree.node_visits.shape[0]
+    batch_range = jnp.arange(batch_size)
+    root = mctx.Tree.ROOT_INDEX
+
+    def cond_fun(loop_state):
+        _, _, index = loop_state
+        return jnp.any(index != root)
+
+    def body_fun(loop_state):
+        tree, leaf_value, index = loop_state
+        active = index != root
+        rows = jnp.where(active, batch_range, batch_size)  # out of range: dropped
+        parent = tree.parents[batch_range, index]
+        action = tree.action_from_parent[batch_range, index]
+        count = tree.node_visits[batch_range, parent]
+        reward = tree.children_rewards[batch_range, parent, action]
+        new_leaf_value = (reward + tree.children_discounts[batch_range, parent, action]
+                          * leaf_value)
+        parent_value = (tree.node_values[batch_range, parent] * count
+                        + new_leaf_value) / (count + 1.0)
+        children_values = tree.node_values[batch_range, index]
+        children_counts = tree.children_visits[batch_range, parent, action] + 1
+        tree = tree.replace(
+            node_values=tree.node_values.at[rows, parent].set(parent_value, mode="drop"),
+            node_visits=tree.node_visits.at[rows, parent].set(count + 1, mode="drop"),
+            children_values=tree.children_values.at[rows, parent, action].set(
+                children_values, mode="drop"),
+            children_visits=tree.children_visits.at[rows, parent, action].set(
+                children_counts, mode="drop"))
+        return (tree, jnp.where(active, new_leaf_value, leaf_value),
+                jnp.where(active, parent, index))
+
+    leaf_index = jnp.asarray(leaf_index, jnp.int32)
+    loop_state = (tree, tree.node_values[batch_range, leaf_index], leaf_index)
+    tree, _, _ = jax.lax.while_loop(cond_fun, body_fun, loop_state)
+    return tree
+
+
+def search_tree(
+    params,
+    rng_key: jax.Array,
+    *,
+    root: mctx.RootFnOutput,
+    recurrent_fn,
+    root_action_selection_fn,
+    interior_action_selection_fn,
+    num_simulations: int,
+    invalid_actions: jax.Array | None = None,
+    extra_data=None,
+) -> mctx.Tree:
+    """``mctx.search`` (no ``max_depth``) with ``batched_backward``.
+
+    mctx's own ``instantiate_tree_from_root``, ``simulate`` and ``expand``, the
+    same RNG splitting: the same tree, bit for bit (tested).
+    """
+    action_selection_fn = mctx_selection.switching_action_selection_wrapper(
+        root_action_selection_fn=root_action_selection_fn,
+        interior_action_selection_fn=interior_action_selection_fn)
+    batch_size = root.value.shape[0]
+    batch_range = jnp.arange(batch_size)
+    max_depth = num_simulations
+    if invalid_actions is None:
+        invalid_actions = jnp.zeros_like(root.prior_logits)
+
+    def body_fun(sim, loop_state):
+        rng_key, tree = loop_state
+        rng_key, simulate_key, expand_key = jax.random.split(rng_key, 3)
+        simulate_keys = jax.random.split(simulate_key, batch_size)
+        parent_index, action = mctx_search.simulate(
+            simulate_keys, tree, action_selection_fn, max_depth)
+        # A node first expanded on simulation `sim` has index `sim + 1`.
+        next_node_index = tree.children_index[batch_range, parent_index, action]
+        next_node_index = jnp.where(next_node_index == mctx.Tree.UNVISITED,
+                                    sim + 1, next_node_index)
+        tree = mctx_search.expand(params, expand_key, tree, recurrent_fn, parent_index,
+                                  action, next_node_index)
+        tree = batched_backward(tree, next_node_index)
+        return rng_key, tree
+
+    tree = mctx_search.instantiate_tree_from_root(
+        root, num_simulations, root_invalid_actions=invalid_actions, extra_data=extra_data)
+    _, tree = jax.lax.fori_loop(0, num_simulations, body_fun, (rng_key, tree))
+    return tree
+
+
+def _mask_invalid_actions(logits: jax.Array, invalid_actions: jax.Array) -> jax.Array:
+    """mctx's: shift to max 0, invalid actions get the lowest finite logit."""
+    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
+
+
+def gumbel_policy(
+    params,
+    rng_key: jax.Array,
+    root: mctx.RootFnOutput,
+    recurrent_fn,
+    num_simulations: int,
+    invalid_actions: jax.Array,
+    *,
+    qtransform=mctx_qtransforms.qtransform_completed_by_mix_value,
+    max_num_considered_actions: int = 16,
+    gumbel_scale: float = 1.0,
+) -> mctx.PolicyOutput:
+    """``mctx.gumbel_muzero_policy`` (no ``max_depth``) on ``search_tree``: the
+    same action, action weights and tree (tested)."""
+    chex.assert_equal_shape([root.prior_logits, invalid_actions])
+    root = root.replace(prior_logits=_mask_invalid_actions(root.prior_logits, invalid_actions))
+    rng_key, gumbel_rng = jax.random.split(rng_key)
+    gumbel = gumbel_scale * jax.random.gumbel(
+        gumbel_rng, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
+    tree = search_tree(
+        params, rng_key,
+        root=root,
+        recurrent_fn=recurrent_fn,
+        root_action_selection_fn=functools.partial(
+            mctx_selection.gumbel_muzero_root_action_selection,
+            num_simulations=num_simulations,
+            max_num_considered_actions=max_num_considered_actions,
+            qtransform=qtransform),
+        interior_action_selection_fn=functools.partial(
+            mctx_selection.gumbel_muzero_interior_action_selection, qtransform=qtransform),
+        num_simulations=num_simulations,
+        invalid_actions=invalid_actions,
+        extra_data=mctx_selection.GumbelMuZeroExtraData(root_gumbel=gumbel))
+    summary = tree.summary()
+    # The most visited actions' best "gumbel + logits + completed q" is played.
+    considered_visit = jnp.max(summary.visit_counts, axis=-1, keepdims=True)
+    completed_qvalues = jax.vmap(qtransform, in_axes=[0, None])(tree, tree.ROOT_INDEX)
+    to_argmax = mctx_seq_halving.score_considered(
+        considered_visit, gumbel, root.prior_logits, completed_qvalues, summary.visit_counts)
+    action = mctx_selection.masked_argmax(to_argmax, invalid_actions)
+    action_weights = jax.nn.softmax(
+        _mask_invalid_actions(root.prior_logits + completed_qvalues, invalid_actions))
+    return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
+
+
 def run_search(
     cfg: SearchConfig,
     rules: Rules,
@@ -195,7 +354,7 @@ def run_search(
     chex.assert_equal_shape([root.prior_logits, invalid])
 
     if cfg.algorithm == "gumbel":
-        return mctx.gumbel_muzero_policy(
+        return gumbel_policy(
             params=variables,
             rng_key=key,
             root=root,
@@ -214,7 +373,7 @@ def run_search(
 
     qtransform = raw_qvalues if cfg.qtransform == "raw" else mctx.qtransform_by_parent_and_siblings
     select = functools.partial(puct_action_selection, c_puct=cfg.c_puct, qtransform=qtransform)
-    tree = mctx.search(
+    tree = search_tree(
         params=variables,
         rng_key=search_key,
         root=root,
