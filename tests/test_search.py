@@ -14,9 +14,11 @@ to move follows from the stone counts.
 from __future__ import annotations
 
 import itertools
+import unittest.mock
 
 import jax
 import jax.numpy as jnp
+import mctx
 import numpy as np
 import pytest
 
@@ -688,3 +690,99 @@ def test_mask_logits():
     # No legal move (a finished game): uniform, no NaN.
     np.testing.assert_array_equal(p[1], 0.25)
     assert not np.isnan(p).any()
+
+
+# --------------------------------------------------------------------------
+# 7. Our search loop (batched backward) against mctx's, bit for bit.
+# --------------------------------------------------------------------------
+
+EQUIVALENCE_POSITIONS = (MID_BLACK, MID_WHITE, DEAD_DRAW, BLOCK_BLACK)
+
+
+def assert_same_tree(got, want):
+    """Every Tree field (embeddings, root_invalid_actions, extra_data included)."""
+    assert jax.tree.structure(got) == jax.tree.structure(want)
+
+    def check(path, x, y):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y),
+                                      err_msg=jax.tree_util.keystr(path))
+
+    jax.tree_util.tree_map_with_path(check, got, want)
+
+
+@pytest.fixture(scope="module")
+def mctx_puct():
+    """The PUCT search of ``searches`` on ``mctx.search`` itself: ``run_search``
+    compiled ahead of time while ``search.search_tree`` is ``mctx.search``."""
+    cfg = search_config("puct")
+
+    def run(variables, key, states, gamma):
+        return search.run_search(cfg, RULES, NETS, gamma, variables, key, states)
+
+    states = stack([state_of(p) for p in EQUIVALENCE_POSITIONS])
+    with unittest.mock.patch.object(search, "search_tree", mctx.search):
+        return jax.jit(run).lower(random_variables(0), jax.random.key(0), states,
+                                  GAMMA).compile()
+
+
+@pytest.mark.parametrize("gamma", [GAMMA, 1.0])
+def test_search_tree_matches_mctx_search_puct(searches, mctx_puct, gamma):
+    states = stack([state_of(p) for p in EQUIVALENCE_POSITIONS])
+    for seed in (1, 2):
+        variables, key = random_variables(seed), jax.random.key(20 + seed)
+        got = searches["puct"](variables, key, states, gamma)
+        want = mctx_puct(variables, key, states, gamma)
+        # Rows reach different depths, so the batched loop runs on after some
+        # rows are back at their roots.
+        t = to_numpy(got.search_tree)
+        depth = np.zeros(t.parents.shape, int)
+        for n in range(1, SIMS + 1):
+            depth[:, n] = depth[np.arange(BATCH), t.parents[:, n]] + 1
+        assert len(set(depth.max(1))) > 1, depth.max(1)
+        assert_same_tree(got.search_tree, want.search_tree)
+        np.testing.assert_array_equal(got.action, want.action)
+        np.testing.assert_array_equal(got.action_weights, want.action_weights)
+
+
+def search_inputs(variables, states, gamma):
+    """(root, recurrent_fn, invalid_actions) as ``run_search`` builds them."""
+    root = search.make_root_fn(RULES, NETS)(variables, states)
+    legal = jax.vmap(RULES.legal_mask)(states)
+    invalid = ~legal & jnp.any(legal, axis=-1, keepdims=True)
+    return root, search.make_recurrent_fn(RULES, NETS, gamma), invalid
+
+
+@pytest.fixture(scope="module")
+def gumbel_policies():
+    """'ours' (search.gumbel_policy), 'mctx' (mctx.gumbel_muzero_policy): jitted
+    (variables, key, states, gamma, gumbel_scale) -> PolicyOutput, every legal
+    root move considered as in ``searches``."""
+
+    def make(policy):
+        def run(variables, key, states, gamma, gumbel_scale):
+            root, recurrent_fn, invalid = search_inputs(variables, states, gamma)
+            return policy(params=variables, rng_key=key, root=root, recurrent_fn=recurrent_fn,
+                          num_simulations=SIMS, invalid_actions=invalid,
+                          max_num_considered_actions=A, gumbel_scale=gumbel_scale)
+
+        return jax.jit(run)
+
+    return {"ours": make(search.gumbel_policy), "mctx": make(mctx.gumbel_muzero_policy)}
+
+
+def test_gumbel_policy_matches_mctx(searches, gumbel_policies):
+    states = stack([state_of(p) for p in EQUIVALENCE_POSITIONS])
+    for seed in (1, 2):
+        variables, key = random_variables(seed), jax.random.key(30 + seed)
+        want = gumbel_policies["mctx"](variables, key, states, GAMMA, 1.0)
+        got = gumbel_policies["ours"](variables, key, states, GAMMA, 1.0)
+        assert_same_tree(got.search_tree, want.search_tree)
+        np.testing.assert_array_equal(got.action, want.action)
+        np.testing.assert_array_equal(got.action_weights, want.action_weights)
+        assert np.asarray(want.search_tree.extra_data.root_gumbel).std() > 0.5
+    # run_search (no noise) is gumbel_muzero_policy with gumbel_scale 0.
+    got = searches["gumbel"](variables, key, states, GAMMA)
+    want = gumbel_policies["mctx"](variables, key, states, GAMMA, 0.0)
+    assert_same_tree(got.search_tree, want.search_tree)
+    np.testing.assert_array_equal(got.action, want.action)
+    np.testing.assert_array_equal(got.action_weights, want.action_weights)
