@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# A second `make selfplay` continues (or reports complete) the run in $(RUN).
+RUN ?= runs/cpu
 selfplay: $(STAMP)
-	$(PY) -m experiments.selfplay --preset cpu --out runs/cpu $(ARGS)
+	$(PY) -m experiments.selfplay --preset cpu --out $(RUN) $(if $(wildcard $(RUN)/config.json),--resume) $(ARGS)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q $(ARGS)
