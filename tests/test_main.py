@@ -162,3 +162,37 @@ def test_same_seed_same_metrics(tmp_path, env):
     c = tmp_path / "c"
     main_job([*SMALL, "--iterations", "2", "--seed", "1", "--out", str(c)], env)
     assert [deterministic(x) for x in read_metrics(c)] != [deterministic(x) for x in ma]
+
+
+def test_iterations_do_not_recompile():
+    """Each jitted phase compiles once: a second iteration (new data, new keys,
+    gating and evaluation again) must hit the compilation cache."""
+    from agz_jax import run
+
+    cfg = get_preset("smoke").replace(**{
+        "game.size": 5, "net.filters": 4, "net.value_hidden": 4, "selfplay.num_games": 2,
+        "search.num_simulations": 2, "gating.num_games": 2, "gating.num_simulations": 2,
+        "eval.every": 1, "eval.num_games": 2, "eval.num_simulations": 2,
+        "train.batch_size": 4, "train.min_replay": 1, "train.steps_per_iteration": 2})
+    comps = run.build(cfg)
+    state = run.init_state(comps)
+    for _ in range(2):
+        state, metrics = run.run_iteration(comps, state)
+        assert metrics["train/trained"] == 1.0 and "gating/score" in metrics
+        assert "eval/vs_random_score" in metrics
+    for name in ("selfplay", "ingest", "train", "gate", "evaluate"):
+        assert getattr(comps, name)._cache_size() == 1, name
+
+
+def test_presets_are_the_papers_where_they_say_so():
+    paper = get_preset("paper")
+    assert (paper.game.size, paper.game.rule) == (15, "freestyle")
+    assert (paper.net.filters, paper.net.blocks, paper.net.double) == (32, 2, True)
+    assert (paper.search.algorithm, paper.search.c_puct) == ("puct", 5.0)
+    assert (paper.search.num_simulations, paper.gating.num_simulations) == (1600, 400)
+    assert paper.decay.gamma == 0.95
+    assert (paper.selfplay.move_policy, paper.selfplay.tau_base, paper.selfplay.tau_min) == (
+        "semi_stochastic", 0.8, 0.04)
+    t = paper.train
+    assert (t.learning_rate, t.momentum, t.nesterov, t.l2, t.batch_size) == (
+        2e-3, 0.9, True, 1e-4, 512)
