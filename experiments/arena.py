@@ -1,0 +1,235 @@
+"""A match between two players: scores, the 95% interval and the Elo difference.
+
+    python -m experiments.arena --a mcts:runs/cpu:64 --b random --games 20
+    python -m experiments.arena --a policy:runs/cpu --b mcts:runs/old:32 --games 40 --json
+    python -m experiments.arena --a random --b random --games 4 --size 9 --out games/
+
+A player SPEC is one of:
+
+    random              uniform over legal moves
+    policy:RUN_DIR      the run's best net, the raw policy's argmax, no search
+    mcts:RUN_DIR:SIMS   the run's best net with SIMS simulations of its own search
+                        config, no root noise, the most visited move
+    mentor:LEVEL        not implemented yet (a separate issue)
+
+RUN_DIR is a directory written by ``python -m experiments.selfplay``. Player A
+is black in the first half of the games and white in the second; the first
+``--opening-plies`` moves are random central moves, so that deterministic
+players still play distinct games.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+from agz_jax.config import Config, ConfigError
+from agz_jax.gomoku import MAX_SIZE, MIN_SIZE, RULES
+from experiments.selfplay import enable_compilation_cache
+
+
+class Spec(NamedTuple):
+    text: str  # as given on the command line
+    kind: str  # random | policy | mcts
+    run_dir: Path | None = None
+    sims: int | None = None
+    config: Config | None = None  # the run's config (checkpoint players)
+
+
+def parse_spec(text: str, flag: str) -> Spec:
+    """Parse a player SPEC (no file access); raises ConfigError naming the flag."""
+    usage = "expected random, policy:RUN_DIR or mcts:RUN_DIR:SIMS"
+    kind, sep, rest = text.partition(":")
+    if kind == "random":
+        if sep:
+            raise ConfigError(f"{flag} {text!r}: 'random' takes no argument")
+        return Spec(text, "random")
+    if kind == "mentor":
+        raise ConfigError(f"{flag} {text!r}: the mentor player does not exist yet "
+                          "(not implemented yet; it belongs to a separate issue); "
+                          f"{usage}")
+    if kind == "policy":
+        if not rest:
+            raise ConfigError(f"{flag} {text!r}: policy needs a run directory, policy:RUN_DIR")
+        return Spec(text, "policy", Path(rest))
+    if kind == "mcts":
+        run_dir, sep2, sims = rest.rpartition(":")
+        if not sep2 or not run_dir:
+            raise ConfigError(f"{flag} {text!r}: mcts needs a run directory and a number of "
+                              "simulations, mcts:RUN_DIR:SIMS")
+        try:
+            n = int(sims)
+        except ValueError:
+            raise ConfigError(f"{flag} {text!r}: SIMS must be an integer, got {sims!r}") from None
+        if n < 1:
+            raise ConfigError(f"{flag} {text!r}: SIMS must be at least 1, got {n}")
+        return Spec(text, "mcts", Path(run_dir), n)
+    raise ConfigError(f"{flag} {text!r}: unknown player kind {kind!r}; {usage}")
+
+
+def load_spec(spec: Spec, flag: str) -> Spec:
+    """Read a checkpoint player's config and check it has a checkpoint (no compiling)."""
+    if spec.run_dir is None:
+        return spec
+    from agz_jax import checkpoint
+
+    if not spec.run_dir.is_dir():
+        raise ConfigError(f"{flag} {spec.text!r}: run directory {spec.run_dir} does not exist")
+    try:
+        config = checkpoint.read_config(spec.run_dir)
+    except checkpoint.CheckpointError as e:
+        raise ConfigError(f"{flag} {spec.text!r}: {e}") from e
+    if checkpoint.latest_step(spec.run_dir) is None:
+        raise ConfigError(f"{flag} {spec.text!r}: no checkpoint in "
+                          f"{spec.run_dir / 'checkpoints'}")
+    return spec._replace(config=config)
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, Spec, Spec, int, str]:
+    """Parse and validate everything; (args, spec A, spec B, board size, rule)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.arena", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--a", required=True, metavar="SPEC", help="player A")
+    parser.add_argument("--b", required=True, metavar="SPEC", help="player B")
+    parser.add_argument("--games", required=True, type=int, help="number of games (even, >= 2)")
+    parser.add_argument("--seed", type=int, default=0, help="match seed (default 0)")
+    parser.add_argument("--opening-plies", type=int, default=2,
+                        help="random central opening moves (default 2)")
+    parser.add_argument("--size", type=int, default=None,
+                        help="board size when both players are random (default 15); "
+                             "otherwise the checkpoint's")
+    parser.add_argument("--rule", default=None, choices=RULES,
+                        help="rule when both players are random (default freestyle)")
+    parser.add_argument("--out", type=Path, default=None, help="save every game as .psq here")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+
+    if args.games < 2 or args.games % 2:
+        raise ConfigError(f"--games must be even and at least 2, got {args.games}")
+    if args.opening_plies < 0:
+        raise ConfigError(f"--opening-plies must be >= 0, got {args.opening_plies}")
+    if args.size is not None and not MIN_SIZE <= args.size <= MAX_SIZE:
+        raise ConfigError(f"--size must be in {MIN_SIZE}..{MAX_SIZE}, got {args.size}")
+    a = load_spec(parse_spec(args.a, "--a"), "--a")
+    b = load_spec(parse_spec(args.b, "--b"), "--b")
+    loaded = [(f, s) for f, s in (("--a", a), ("--b", b)) if s.config is not None]
+    if len(loaded) == 2:
+        ga, gb = a.config.game, b.config.game
+        if ga.size != gb.size:
+            raise ConfigError(f"board sizes differ: --a {a.text} plays {ga.size}x{ga.size}, "
+                              f"--b {b.text} plays {gb.size}x{gb.size}")
+        if ga.rule != gb.rule:
+            raise ConfigError(f"rules differ: --a {a.text} plays {ga.rule}, "
+                              f"--b {b.text} plays {gb.rule}")
+    if loaded:
+        flag, s = loaded[0]
+        size, rule = s.config.game.size, s.config.game.rule
+        if args.size is not None and args.size != size:
+            raise ConfigError(f"--size {args.size} differs from the board of {flag} {s.text} "
+                              f"({size}x{size}); drop --size")
+        if args.rule is not None and args.rule != rule:
+            raise ConfigError(f"--rule {args.rule} differs from the rule of {flag} {s.text} "
+                              f"({rule}); drop --rule")
+    else:
+        size, rule = args.size or 15, args.rule or "freestyle"
+    if args.opening_plies > size * size:
+        raise ConfigError(f"--opening-plies {args.opening_plies} exceeds the "
+                          f"{size * size} points of the board")
+    return args, a, b, size, rule
+
+
+def make_player(spec: Spec, rules):
+    """(player factory variables -> Player, the variables) for a validated spec."""
+    import jax
+
+    from agz_jax import arena, checkpoint, run
+
+    if spec.kind == "random":
+        return (lambda variables: arena.random_player(rules)), None
+    config = spec.config
+    comps = run.build(config)
+    # The state's shapes without running (and compiling) the initialisation.
+    like = jax.eval_shape(lambda: run.init_state(comps))
+    state, _, _ = checkpoint.restore(spec.run_dir, like)
+    if spec.kind == "policy":
+        return (lambda variables: arena.policy_player(rules, comps.nets, variables)), state.best
+    return (lambda variables: arena.mcts_player(rules, comps.nets, config.search,
+                                                config.decay.gamma, variables, spec.sims)
+            ), state.best
+
+
+def summary_text(stats: dict) -> str:
+    a, b = stats["a"], stats["b"]
+    lines = [
+        f"{stats['games']} games on {stats['size']}x{stats['size']} {stats['rule']} "
+        f"(seed {stats['seed']}, {stats['opening_plies']} random opening plies, "
+        f"mean length {stats['mean_length']:.1f})",
+        f"  A = {a}",
+        f"  B = {b}",
+        f"  A: {stats['wins']} wins / {stats['draws']} draws / {stats['losses']} losses "
+        f"({stats['wins_as_black']} wins as black, {stats['wins_as_white']} as white)",
+        f"  score {stats['score']:.3f} (95% CI {stats['low']:.3f}..{stats['high']:.3f}), "
+        f"Elo A - B {stats['elo']:+.0f}",
+    ]
+    if stats.get("out"):
+        lines.append(f"  games saved in {stats['out']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args, spec_a, spec_b, size, rule = parse(argv)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except SystemExit as e:  # argparse: usage error (already printed) or --help
+        return int(e.code or 0)
+
+    enable_compilation_cache()
+    import time
+
+    import jax
+    import numpy as np
+
+    from agz_jax import arena, checkpoint, records
+    from agz_jax.gomoku import Rules
+
+    rules = Rules(size, rule)
+    try:
+        make_a, var_a = make_player(spec_a, rules)
+        make_b, var_b = make_player(spec_b, rules)
+    except checkpoint.CheckpointError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    games, plies = args.games, args.opening_plies
+
+    @jax.jit
+    def match(key, va, vb):
+        return arena.play_match(rules, make_a(va), make_b(vb), key, games, plies)
+
+    t0 = time.perf_counter()
+    result = jax.device_get(match(jax.random.PRNGKey(args.seed), var_a, var_b))
+    wall = time.perf_counter() - t0
+    s = arena.score(result)
+    stats = {"a": spec_a.text, "b": spec_b.text, "seed": args.seed, "size": size, "rule": rule,
+             "opening_plies": plies, **s._asdict(),
+             "mean_length": float(np.mean(result.length)), "seconds": wall}
+    stats["elo"] += 0.0  # no "-0" for an even score
+    if args.out is not None:
+        records.save_match(args.out, result, size, names=(spec_a.text, spec_b.text))
+        stats["out"] = str(args.out)
+    if args.json:
+        print(json.dumps(stats, sort_keys=True))
+    else:
+        print(summary_text(stats))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""The arena CLI: specs, validation, summary, JSON and saved games."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agz_jax import checkpoint, records, run
+from agz_jax.config import get_preset
+from experiments import arena as cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tiny_run(d: Path) -> Path:
+    cfg = get_preset("smoke").replace(**{"game.size": 5, "net.filters": 4, "net.value_hidden": 4})
+    comps = run.build(cfg)
+    state = run.init_state(comps)
+    checkpoint.write_config(d, cfg)
+    checkpoint.save(d, 0, state, {"iteration": 0})
+    return d
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    return tiny_run(tmp_path_factory.mktemp("run"))
+
+
+@pytest.fixture(autouse=True)
+def no_cache(monkeypatch):
+    monkeypatch.setenv("AGZ_JAX_NO_CACHE", "1")
+
+
+def run_json(capsys, *argv):
+    assert cli.main([*argv, "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)
+    check_consistent(stats)
+    return stats
+
+
+def check_consistent(s):
+    assert s["wins"] + s["draws"] + s["losses"] == s["games"]
+    assert s["wins_as_black"] + s["wins_as_white"] == s["wins"]
+    assert s["score"] == pytest.approx((s["wins"] + s["draws"] / 2) / s["games"])
+    assert s["low"] <= s["score"] <= s["high"]
+    assert (s["elo"] > 0) == (s["score"] > 0.5) and (s["elo"] < 0) == (s["score"] < 0.5)
+
+
+@pytest.mark.parametrize("spec", ["policy:{d}", "mcts:{d}:4"])
+def test_checkpoint_player_vs_random(ckpt, capsys, tmp_path, spec):
+    spec = spec.format(d=ckpt)
+    out = tmp_path / "games"
+    s = run_json(capsys, "--a", spec, "--b", "random", "--games", "4", "--seed", "3",
+                 "--out", str(out))
+    assert (s["a"], s["b"], s["seed"], s["games"], s["size"]) == (spec, "random", 3, 4, 5)
+    paths = sorted(out.glob("*.psq"))
+    assert len(paths) == 4
+    openings = set()
+    for i, p in enumerate(paths):
+        rec = records.read_psq(p)
+        assert rec.size == 5 and len(rec.moves) >= 9
+        state = records.to_states(rec)  # raises on an illegal game
+        assert bool(state.done)
+        openings.add(tuple(rec.moves[:2]))
+        black = spec if i < 2 else "random"
+        assert f"black: {black}" in p.read_text()
+    assert len(openings) > 1  # random openings: distinct games
+
+
+def test_readable_summary(capsys):
+    assert cli.main(["--a", "random", "--b", "random", "--games", "2", "--size", "5"]) == 0
+    out = capsys.readouterr().out
+    for part in ("2 games on 5x5", "A = random", "B = random", "wins as black",
+                 "score", "95% CI", "Elo"):
+        assert part in out
+
+
+def test_subprocess_random_vs_random():
+    env = {**os.environ, "AGZ_JAX_NO_CACHE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "experiments.arena", "--a", "random", "--b", "random",
+         "--games", "4", "--size", "7", "--json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    s = json.loads(proc.stdout)
+    check_consistent(s)
+    assert (s["games"], s["size"], s["a"], s["b"], s["seed"]) == (4, 7, "random", "random", 0)
+
+
+def test_bad_inputs(ckpt, tmp_path, capsys):
+    # Copies of the run with another board or rule in config.json: the mismatch
+    # is found from the configs, before any checkpoint is read.
+    cfg = checkpoint.read_config(ckpt)
+    other, standard = tmp_path / "other", tmp_path / "std"
+    for d, c in ((other, cfg.replace(**{"game.size": 6})),
+                 (standard, cfg.replace(**{"game.rule": "standard"}))):
+        shutil.copytree(ckpt, d)
+        checkpoint.write_config(d, c)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    rnd = ["--b", "random", "--games", "2"]
+    cases = [
+        (["--a", "mentor:1", *rnd], "mentor player does not exist yet"),
+        (["--a", "alphabeta", *rnd], "unknown player kind"),
+        (["--a", "random:3", *rnd], "takes no argument"),
+        (["--a", "policy:", *rnd], "needs a run directory"),
+        (["--a", f"mcts:{ckpt}:x", *rnd], "SIMS must be an integer"),
+        (["--a", "mcts:4", *rnd], "needs a run directory and a number of simulations"),
+        (["--a", f"mcts:{ckpt}:0", *rnd], "SIMS must be at least 1"),
+        (["--a", f"policy:{tmp_path / 'nope'}", *rnd], "does not exist"),
+        (["--a", f"policy:{empty}", *rnd], "config.json not found"),
+        (["--a", "random", "--b", "random", "--games", "3"], "must be even"),
+        (["--a", "random", "--b", "random", "--games", "0"], "must be even"),
+        (["--a", f"policy:{ckpt}", "--b", f"policy:{other}", "--games", "2"],
+         "board sizes differ"),
+        (["--a", f"policy:{ckpt}", "--b", f"mcts:{standard}:2", "--games", "2"],
+         "rules differ"),
+        (["--a", f"policy:{ckpt}", *rnd, "--size", "9"], "--size 9 differs"),
+        (["--a", "random", *rnd, "--size", "3"], "--size must be in"),
+    ]
+    for argv, problem in cases:
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and problem in err, (argv, err)
+    (empty / "config.json").write_text((ckpt / "config.json").read_text())
+    assert cli.main(["--a", f"policy:{empty}", *rnd]) == 2
+    assert "no checkpoint" in capsys.readouterr().err
+    assert cli.main(["--a", "random", "--games", "2"]) == 2  # argparse: --b missing
+    assert "--b" in capsys.readouterr().err
