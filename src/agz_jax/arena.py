@@ -93,8 +93,7 @@ def play_match(rules: Rules, act_a: Player, act_b: Player, key: jax.Array, num_g
     rows, cols = np.divmod(np.arange(rules.num_actions), rules.size)
     box = jnp.asarray((abs(rows - centre) <= 2) & (abs(cols - centre) <= 2))
 
-    def body(states, inp):
-        t, key = inp
+    def both_act(states, t, key):
         k_a, k_b, k_open = jax.random.split(key, 3)
         first, second = jax.tree.map(lambda x: x[:half], states), jax.tree.map(
             lambda x: x[half:], states)
@@ -104,10 +103,19 @@ def play_match(rules: Rules, act_a: Player, act_b: Player, key: jax.Array, num_g
         a_act, b_act = act_a(k_a, a_states), act_b(k_b, b_states)
         acts = jnp.concatenate([jnp.where(a_first, a_act, b_act),
                                 jnp.where(a_first, b_act, a_act)])
-        legal = jax.vmap(rules.legal_mask)(states)
-        opening = jax.random.categorical(
-            k_open, jnp.where(legal & box, 0.0, -jnp.inf), axis=-1).astype(jnp.int32)
-        acts = jnp.where(t < opening_plies, opening, acts)
+        if opening_plies:
+            legal = jax.vmap(rules.legal_mask)(states)
+            opening = jax.random.categorical(
+                k_open, jnp.where(legal & box, 0.0, -jnp.inf), axis=-1).astype(jnp.int32)
+            acts = jnp.where(t < opening_plies, opening, acts)
+        return acts
+
+    def body(states, inp):
+        t, key = inp
+        # Once every game is over the players (searches) are skipped: stepping
+        # a finished game is a no-op whatever the action.
+        acts = jax.lax.cond(jnp.any(~states.done), both_act,
+                            lambda s, t, k: jnp.zeros(num_games, jnp.int32), states, t, key)
         played = jnp.where(states.done, -1, acts)
         return jax.vmap(rules.step)(states, acts), played
 

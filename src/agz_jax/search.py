@@ -274,12 +274,6 @@ def search_tree(
     return tree
 
 
-def _mask_invalid_actions(logits: jax.Array, invalid_actions: jax.Array) -> jax.Array:
-    """mctx's: shift to max 0, invalid actions get the lowest finite logit."""
-    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
-    return jnp.where(invalid_actions, jnp.finfo(logits.dtype).min, logits)
-
-
 def gumbel_policy(
     params,
     rng_key: jax.Array,
@@ -295,7 +289,7 @@ def gumbel_policy(
     """``mctx.gumbel_muzero_policy`` (no ``max_depth``) on ``search_tree``: the
     same action, action weights and tree (tested)."""
     chex.assert_equal_shape([root.prior_logits, invalid_actions])
-    root = root.replace(prior_logits=_mask_invalid_actions(root.prior_logits, invalid_actions))
+    root = root.replace(prior_logits=mask_logits(root.prior_logits, ~invalid_actions))
     rng_key, gumbel_rng = jax.random.split(rng_key)
     gumbel = gumbel_scale * jax.random.gumbel(
         gumbel_rng, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
@@ -321,7 +315,7 @@ def gumbel_policy(
         considered_visit, gumbel, root.prior_logits, completed_qvalues, summary.visit_counts)
     action = mctx_selection.masked_argmax(to_argmax, invalid_actions)
     action_weights = jax.nn.softmax(
-        _mask_invalid_actions(root.prior_logits + completed_qvalues, invalid_actions))
+        mask_logits(root.prior_logits + completed_qvalues, ~invalid_actions))
     return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
 
 
