@@ -227,6 +227,30 @@ def batched_backward(tree: mctx.Tree, leaf_index: jax.Array) -> mctx.Tree:
     return tree
 
 
+def _simulation(params, recurrent_fn, action_selection_fn, max_depth: int):
+    """One simulation ``sim`` as a ``fori_loop`` body over ``(rng_key, tree)``:
+    select a leaf, expand it into node ``sim + 1``, back up."""
+
+    def body_fun(sim, loop_state):
+        rng_key, tree = loop_state
+        batch_size = tree.node_visits.shape[0]
+        batch_range = jnp.arange(batch_size)
+        rng_key, simulate_key, expand_key = jax.random.split(rng_key, 3)
+        simulate_keys = jax.random.split(simulate_key, batch_size)
+        parent_index, action = mctx_search.simulate(
+            simulate_keys, tree, action_selection_fn, max_depth)
+        # A node first expanded on simulation `sim` has index `sim + 1`.
+        next_node_index = tree.children_index[batch_range, parent_index, action]
+        next_node_index = jnp.where(next_node_index == mctx.Tree.UNVISITED,
+                                    sim + 1, next_node_index)
+        tree = mctx_search.expand(params, expand_key, tree, recurrent_fn, parent_index,
+                                  action, next_node_index)
+        tree = batched_backward(tree, next_node_index)
+        return rng_key, tree
+
+    return body_fun
+
+
 def search_tree(
     params,
     rng_key: jax.Array,
@@ -244,33 +268,49 @@ def search_tree(
     mctx's own ``instantiate_tree_from_root``, ``simulate`` and ``expand``, the
     same RNG splitting: the same tree, bit for bit (tested).
     """
+    tree = start_tree(root, num_simulations, invalid_actions, extra_data)
+    return continue_tree(
+        params, rng_key, tree, recurrent_fn=recurrent_fn,
+        root_action_selection_fn=root_action_selection_fn,
+        interior_action_selection_fn=interior_action_selection_fn,
+        start=0, stop=num_simulations)
+
+
+def start_tree(root: mctx.RootFnOutput, capacity: int, invalid_actions: jax.Array | None = None,
+               extra_data=None) -> mctx.Tree:
+    """An mctx tree holding only ``root``, with room for ``capacity`` simulations."""
+    if invalid_actions is None:
+        invalid_actions = jnp.zeros_like(root.prior_logits)
+    return mctx_search.instantiate_tree_from_root(
+        root, capacity, root_invalid_actions=invalid_actions, extra_data=extra_data)
+
+
+def continue_tree(
+    params,
+    rng_key: jax.Array,
+    tree: mctx.Tree,
+    *,
+    recurrent_fn,
+    root_action_selection_fn,
+    interior_action_selection_fn,
+    start,
+    stop,
+) -> mctx.Tree:
+    """Run simulations ``start .. stop - 1`` on a tree made by ``start_tree``.
+
+    A search can thus run in chunks (``0..k``, ``k..2k``, ...) and stop when
+    time runs out: simulation ``sim`` expands node ``sim + 1``, so ``start``
+    must be the number of simulations already run and ``stop`` at most the
+    tree's capacity. ``start``/``stop`` may be traced (one compilation serves
+    every chunk). The chunks' RNG keys are the caller's: ``0..n`` in one call
+    gives the same tree as ``search_tree`` with the same key.
+    """
     action_selection_fn = mctx_selection.switching_action_selection_wrapper(
         root_action_selection_fn=root_action_selection_fn,
         interior_action_selection_fn=interior_action_selection_fn)
-    batch_size = root.value.shape[0]
-    batch_range = jnp.arange(batch_size)
-    max_depth = num_simulations
-    if invalid_actions is None:
-        invalid_actions = jnp.zeros_like(root.prior_logits)
-
-    def body_fun(sim, loop_state):
-        rng_key, tree = loop_state
-        rng_key, simulate_key, expand_key = jax.random.split(rng_key, 3)
-        simulate_keys = jax.random.split(simulate_key, batch_size)
-        parent_index, action = mctx_search.simulate(
-            simulate_keys, tree, action_selection_fn, max_depth)
-        # A node first expanded on simulation `sim` has index `sim + 1`.
-        next_node_index = tree.children_index[batch_range, parent_index, action]
-        next_node_index = jnp.where(next_node_index == mctx.Tree.UNVISITED,
-                                    sim + 1, next_node_index)
-        tree = mctx_search.expand(params, expand_key, tree, recurrent_fn, parent_index,
-                                  action, next_node_index)
-        tree = batched_backward(tree, next_node_index)
-        return rng_key, tree
-
-    tree = mctx_search.instantiate_tree_from_root(
-        root, num_simulations, root_invalid_actions=invalid_actions, extra_data=extra_data)
-    _, tree = jax.lax.fori_loop(0, num_simulations, body_fun, (rng_key, tree))
+    max_depth = tree.children_visits.shape[1] - 1
+    body_fun = _simulation(params, recurrent_fn, action_selection_fn, max_depth)
+    _, tree = jax.lax.fori_loop(start, stop, body_fun, (rng_key, tree))
     return tree
 
 
