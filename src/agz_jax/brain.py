@@ -136,8 +136,8 @@ class Brain:
                 return self._board_line(line, t_read)
             command, _, arg = line.partition(" ")
             command, arg = command.upper(), arg.strip()
-            handler = getattr(self, f"_cmd_{command.lower()}", None)
-            if handler is None or not command.isalpha():
+            handler = getattr(self, f"_cmd_{command.lower()}", None) if command.isascii() else None
+            if not (command.isascii() and command.isalpha()) or handler is None:
                 return [f"UNKNOWN command {_show(command)} is not supported"]
             return handler(arg, t_read)
         except ProtocolError as e:

@@ -1,0 +1,34 @@
+"""Small random models for the front-end tests (engine, pbrain-agz, web board).
+
+The variables are drawn with NumPy into the shapes of ``nets.init`` (found with
+``jax.eval_shape``), so making a model compiles nothing: compiling ``init``
+costs several CPU seconds per process, as much as the search itself.
+"""
+
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from agz_jax import models, run
+from agz_jax.config import get_preset
+
+
+def random_model(directory: Path, size: int = 15, seed: int = 0) -> Path:
+    """A ``models.save`` directory: the smoke preset's net (double, 8 filters,
+    1 block) on a ``size`` board, random weights, BN statistics at identity."""
+    config = get_preset("smoke").replace(**{"game.size": size})
+    nets = run.make_networks(config)
+    shapes = jax.eval_shape(nets.init, jax.random.PRNGKey(0))
+    rng = np.random.default_rng(seed)
+
+    def fill(path, leaf):
+        name = str(path[-1])
+        if "var" in name or "scale" in name:
+            return np.ones(leaf.shape, leaf.dtype)
+        if "mean" in name or "bias" in name:
+            return np.zeros(leaf.shape, leaf.dtype)
+        fan_in = int(np.prod(leaf.shape[1:-1])) or 1
+        return (rng.standard_normal(leaf.shape) / np.sqrt(fan_in)).astype(leaf.dtype)
+
+    return models.save(directory, config, jax.tree_util.tree_map_with_path(fill, shapes))
