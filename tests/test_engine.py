@@ -1,0 +1,144 @@
+"""The analysis engine shared by pbrain-agz and the web board: chunked search on
+one tree, the tactical guard under both rules, the winning line."""
+
+import time
+
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+import pytest
+from tiny_models import random_model
+
+from agz_jax import engine, models
+
+SIZE = 9
+CAPACITY = 64
+CHUNK = 8
+
+
+@pytest.fixture(scope="module")
+def eng(tmp_path_factory):
+    model = models.load(random_model(tmp_path_factory.mktemp("engine") / "m", SIZE, seed=3))
+    e = engine.Engine(model, max_simulations=CAPACITY, chunk=CHUNK)
+    e.warmup()
+    return e
+
+
+def position(rules, black, white, to_play=None):
+    """A State from (x, y) lists; black moves when the counts are equal."""
+    board = np.zeros(rules.num_actions, np.int8)
+    for x, y in black:
+        board[y * rules.size + x] = 1
+    for x, y in white:
+        board[y * rules.size + x] = -1
+    if to_play is None:
+        to_play = 0 if len(black) == len(white) else 1
+    return engine.make_state(rules, board, to_play)
+
+
+def at(x, y):
+    return y * SIZE + x
+
+
+@pytest.mark.parametrize("sims", [40, 13, 1])
+def test_analysis_counts_exactly_the_simulations_asked(eng, sims):
+    rules = eng.rules()
+    state = position(rules, [(4, 4), (5, 5), (2, 6)], [(4, 5), (3, 3)])
+    a = eng.analyse(rules, state, simulations=sims)
+    board = np.asarray(state.board)
+    assert a.reason == "search" and a.simulations == sims
+    assert board[a.action] == 0
+    counts = a.policy * sims  # the root visit distribution over the chunks
+    np.testing.assert_allclose(counts, np.round(counts), atol=1e-6)
+    assert np.isclose(a.policy.sum(), 1.0) and np.all(a.policy[board != 0] == 0)
+    assert np.isclose(a.prior.sum(), 1.0, atol=1e-5) and np.all(a.prior[board != 0] < 1e-6)
+    assert -1.0 <= a.value <= 1.0 and a.win_prob == pytest.approx((a.value + 1) / 2)
+
+
+def test_chunks_grow_one_tree(eng):
+    """Simulations 0..5 then 5..12 expand nodes 1..12 once each: a chunk that
+    restarted its node numbering would overwrite nodes and break the counts."""
+    rules = eng.rules()
+    fns = eng._fns(rules)
+    state = position(rules, [(4, 4)], [])
+    states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
+    invalid = jnp.asarray(np.asarray(state.board) != 0)[None]
+    exact = jnp.bool_(False)
+    tree, _ = fns.start(eng.variables, exact, states, invalid)
+    key = jax.random.PRNGKey(0)
+    tree = fns.chunk(eng.variables, exact, key, tree, jnp.int32(0), jnp.int32(5))
+    tree = fns.chunk(eng.variables, exact, key, tree, jnp.int32(5), jnp.int32(12))
+    t = jax.tree.map(lambda x: np.asarray(x)[0], tree)
+    assert t.node_visits[0] == 13  # the root's own visit + 12 simulations
+    assert np.all(t.node_visits[1:13] >= 1) and np.all(t.node_visits[13:] == 0)
+    # Every expanded node's count is 1 + its children's; every child is listed once.
+    for node in range(13):
+        children = t.children_index[node]
+        assert t.node_visits[node] == 1 + t.children_visits[node].sum()
+        listed = children[children != mctx.Tree.UNVISITED]
+        assert np.all(t.parents[listed] == node)
+    listed = t.children_index[:13][t.children_index[:13] != mctx.Tree.UNVISITED]
+    assert sorted(listed) == list(range(1, 13))
+
+
+@pytest.mark.parametrize("rule", ["freestyle", "standard"])
+def test_guard_completes_five_then_blocks(eng, rule):
+    rules = eng.rules(rule)
+    # Black to move has an open four on row 2 (x = 2..5) and white a four on
+    # column 8: black wins at 1,2 or 6,2.
+    black = [(2, 2), (3, 2), (4, 2), (5, 2), (0, 7)]
+    white = [(8, 0), (8, 1), (8, 2), (8, 3), (0, 5)]
+    a = eng.analyse(rules, position(rules, black, white, to_play=0), simulations=16)
+    assert a.reason == "win" and a.action in (at(1, 2), at(6, 2)) and a.simulations == 0
+    assert a.win_prob == 1.0
+    # Threes on both sides: no guard, an ordinary search.
+    a = eng.analyse(rules, position(rules, [(2, 2), (3, 2), (4, 2), (1, 7), (6, 6)],
+                                    [(8, 0), (8, 1), (8, 2), (0, 5), (7, 7)]), simulations=16)
+    assert a.reason == "search"
+    # White to move, no four of its own: it must block at 0,4 (0,-1 is off the board).
+    black = [(0, 0), (0, 1), (0, 2), (0, 3), (5, 5)]
+    white = [(8, 8), (7, 8), (6, 8), (4, 4)]
+    a = eng.analyse(rules, position(rules, black, white), simulations=16)
+    assert (a.reason, a.action) == ("block", at(0, 4))
+    assert a.simulations == 16 and a.policy[at(0, 4)] == 1.0
+
+
+def test_exactly_five_is_a_run_time_flag(eng):
+    """X X _ X X X: the gap makes six, a win only in freestyle; one compilation
+    serves both rules."""
+    black = [(0, 3), (1, 3), (3, 3), (4, 3), (5, 3)]
+    white = [(8, 8), (8, 7), (8, 6), (7, 0), (6, 0)]
+    free, std = eng.rules("freestyle"), eng.rules("standard")
+    gap = at(2, 3)
+    assert eng.immediate_fives(free, position(free, black, white), 0)[gap]
+    assert not eng.immediate_fives(std, position(std, black, white), 0)[gap]
+    a = eng.analyse(std, position(std, black, white), simulations=8)
+    assert a.reason == "search"  # the gap is legal there, but not a win
+    assert eng.analyse(free, position(free, black, white), simulations=8).action == gap
+    board = np.zeros(SIZE * SIZE, np.int8)
+    board[[at(x, 3) for x in range(6)]] = 1  # six in a row
+    assert eng.check_board(free, board) and not eng.check_board(std, board)
+    assert engine.winning_line(free, board, at(2, 3)) == [at(x, 3) for x in range(6)]
+    assert engine.winning_line(std, board, at(2, 3)) == []
+    board[at(0, 3)] = 0
+    assert engine.winning_line(std, board, at(5, 3)) == [at(x, 3) for x in range(1, 6)]
+    assert eng._fns(std) is eng._fns(free)
+
+
+def test_no_time_left_plays_the_prior(eng):
+    rules = eng.rules()
+    state = position(rules, [(4, 4)], [(3, 3)])
+    a = eng.analyse(rules, state, deadline=time.perf_counter() - 1.0)
+    assert a.reason == "prior" and a.simulations == 0
+    assert a.action == int(np.argmax(np.where(np.asarray(state.board) == 0, a.prior, -1)))
+
+
+def test_bad_calls_are_refused(eng):
+    rules = eng.rules()
+    with pytest.raises(ValueError, match="game is over"):
+        eng.analyse(rules, rules.init()._replace(done=jnp.bool_(True)))
+    with pytest.raises(ValueError, match="9x9, not 15x15"):
+        eng.analyse(engine.Rules(15), engine.Rules(15).init())
+    with pytest.raises(ValueError, match="max_simulations"):
+        engine.Engine(eng.model, max_simulations=0)
