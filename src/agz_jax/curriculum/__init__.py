@@ -1,0 +1,1 @@
+"""The curriculum stages (paper Section IV)."""
