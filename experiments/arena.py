@@ -7,12 +7,14 @@
 A player SPEC is one of:
 
     random              uniform over legal moves
-    policy:RUN_DIR      the run's best net, the raw policy's argmax, no search
-    mcts:RUN_DIR:SIMS   the run's best net with SIMS simulations of its own search
+    mentor:LEVEL        the rule-based mentor (agz_jax.mentor), LEVEL 0..3
+    policy:MODEL        the model's net, the raw policy's argmax, no search
+    mcts:MODEL:SIMS     the model's net with SIMS simulations of its own search
                         config, no root noise, the most visited move
-    mentor:LEVEL        not implemented yet (a separate issue)
 
-RUN_DIR is a directory written by ``python -m experiments.selfplay``. Player A
+MODEL is a model name (``default`` = models/default in this repository), a
+model directory, a run directory written by ``python -m experiments.selfplay``
+(its best net) or one written by ``python -m experiments.curriculum``. Player A
 is black in the first half of the games and white in the second; the first
 ``--opening-plies`` moves are random central moves, so that deterministic
 players still play distinct games.
@@ -33,33 +35,42 @@ from experiments.selfplay import enable_compilation_cache
 
 class Spec(NamedTuple):
     text: str  # as given on the command line
-    kind: str  # random | policy | mcts
-    run_dir: Path | None = None
+    kind: str  # random | mentor | policy | mcts
+    run_dir: Path | None = None  # the model's directory (checkpoint players)
     sims: int | None = None
+    level: int | None = None  # mentor
     config: Config | None = None  # the run's config (checkpoint players)
 
 
 def parse_spec(text: str, flag: str) -> Spec:
     """Parse a player SPEC (no file access); raises ConfigError naming the flag."""
-    usage = "expected random, policy:RUN_DIR or mcts:RUN_DIR:SIMS"
+    usage = "expected random, mentor:LEVEL, policy:MODEL or mcts:MODEL:SIMS"
     kind, sep, rest = text.partition(":")
     if kind == "random":
         if sep:
             raise ConfigError(f"{flag} {text!r}: 'random' takes no argument")
         return Spec(text, "random")
     if kind == "mentor":
-        raise ConfigError(f"{flag} {text!r}: the mentor player does not exist yet "
-                          "(not implemented yet; it belongs to a separate issue); "
-                          f"{usage}")
+        from agz_jax.mentor import MAX_LEVEL
+
+        try:
+            level = int(rest)
+        except ValueError:
+            raise ConfigError(f"{flag} {text!r}: mentor needs a level, mentor:LEVEL with "
+                              f"LEVEL in 0..{MAX_LEVEL}") from None
+        if not 0 <= level <= MAX_LEVEL:
+            raise ConfigError(f"{flag} {text!r}: mentor level must be in 0..{MAX_LEVEL}, "
+                              f"got {level}")
+        return Spec(text, "mentor", level=level)
     if kind == "policy":
         if not rest:
-            raise ConfigError(f"{flag} {text!r}: policy needs a run directory, policy:RUN_DIR")
+            raise ConfigError(f"{flag} {text!r}: policy needs a model, policy:MODEL")
         return Spec(text, "policy", Path(rest))
     if kind == "mcts":
         run_dir, sep2, sims = rest.rpartition(":")
         if not sep2 or not run_dir:
-            raise ConfigError(f"{flag} {text!r}: mcts needs a run directory and a number of "
-                              "simulations, mcts:RUN_DIR:SIMS")
+            raise ConfigError(f"{flag} {text!r}: mcts needs a model and a number of "
+                              "simulations, mcts:MODEL:SIMS")
         try:
             n = int(sims)
         except ValueError:
@@ -71,21 +82,21 @@ def parse_spec(text: str, flag: str) -> Spec:
 
 
 def load_spec(spec: Spec, flag: str) -> Spec:
-    """Read a checkpoint player's config and check it has a checkpoint (no compiling)."""
+    """Find a checkpoint player's model and read its config (no compiling)."""
     if spec.run_dir is None:
         return spec
-    from agz_jax import checkpoint
+    from agz_jax import checkpoint, models
 
-    if not spec.run_dir.is_dir():
-        raise ConfigError(f"{flag} {spec.text!r}: run directory {spec.run_dir} does not exist")
     try:
-        config = checkpoint.read_config(spec.run_dir)
-    except checkpoint.CheckpointError as e:
+        path = models.resolve(spec.run_dir)
+        config = models.read_config(path)
+    except models.ModelError as e:
         raise ConfigError(f"{flag} {spec.text!r}: {e}") from e
-    if checkpoint.latest_step(spec.run_dir) is None:
-        raise ConfigError(f"{flag} {spec.text!r}: no checkpoint in "
-                          f"{spec.run_dir / 'checkpoints'}")
-    return spec._replace(config=config)
+    if (not (path / models.VARIABLES_FILE).exists()
+            and checkpoint.latest_step(path) is None):
+        raise ConfigError(f"{flag} {spec.text!r}: no checkpoint in {path / 'checkpoints'} "
+                          f"and no {models.VARIABLES_FILE} in {path}")
+    return spec._replace(run_dir=path, config=config)
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, Spec, Spec, int, str]:
@@ -136,6 +147,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Spec, Spec, int, str]:
                               f"({rule}); drop --rule")
     else:
         size, rule = args.size or 15, args.rule or "freestyle"
+    if rule != "freestyle" and "mentor" in (a.kind, b.kind):
+        raise ConfigError(f"the mentor knows freestyle patterns only; this match is {rule}")
     if args.opening_plies > size * size:
         raise ConfigError(f"--opening-plies {args.opening_plies} exceeds the "
                           f"{size * size} points of the board")
@@ -144,22 +157,22 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Spec, Spec, int, str]:
 
 def make_player(spec: Spec, rules):
     """(player factory variables -> Player, the variables) for a validated spec."""
-    import jax
-
-    from agz_jax import arena, checkpoint, run
+    from agz_jax import arena, models
 
     if spec.kind == "random":
         return (lambda variables: arena.random_player(rules)), None
-    config = spec.config
-    comps = run.build(config)
-    # The state's shapes without running (and compiling) the initialisation.
-    like = jax.eval_shape(lambda: run.init_state(comps))
-    state, _, _ = checkpoint.restore(spec.run_dir, like)
+    if spec.kind == "mentor":
+        from agz_jax.mentor import Mentor
+
+        return (lambda variables: Mentor(rules, spec.level).act), None
+    model = models.load(spec.run_dir)
+    config = model.config
     if spec.kind == "policy":
-        return (lambda variables: arena.policy_player(rules, comps.nets, variables)), state.best
-    return (lambda variables: arena.mcts_player(rules, comps.nets, config.search,
+        return (lambda variables: arena.policy_player(rules, model.nets, variables)
+                ), model.variables
+    return (lambda variables: arena.mcts_player(rules, model.nets, config.search,
                                                 config.decay.gamma, variables, spec.sims)
-            ), state.best
+            ), model.variables
 
 
 def summary_text(stats: dict) -> str:
@@ -196,14 +209,14 @@ def main(argv: list[str] | None = None) -> int:
     import jax
     import numpy as np
 
-    from agz_jax import arena, checkpoint, records
+    from agz_jax import arena, checkpoint, models, records
     from agz_jax.gomoku import Rules
 
     rules = Rules(size, rule)
     try:
         make_a, var_a = make_player(spec_a, rules)
         make_b, var_b = make_player(spec_b, rules)
-    except checkpoint.CheckpointError as e:
+    except (checkpoint.CheckpointError, models.ModelError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 
+from agz_jax import mentor as _mentor  # for the window weights, read at call time
 from agz_jax.mentor import (
     CLASS_WEIGHTS,
     COMBO_THREES,
@@ -19,7 +20,6 @@ from agz_jax.mentor import (
     WIN,
     WIN_SOFT,
 )
-from agz_jax import mentor as _mentor  # for the window weights, read at call time
 
 DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
 
@@ -171,7 +171,7 @@ def static_value(f):
         return -WIN
     if any(f["open_four_me"]) and n_five_opp == 0:
         return WIN_SOFT
-    return f["windows"]
+    return f["windows"] + max(f["att_me"]) // 4
 
 
 def window_score(board, size, me):

@@ -30,6 +30,18 @@ def test_score_on_a_fixed_outcome_vector():
     assert s.high == pytest.approx(0.5 + half)
 
 
+@pytest.mark.parametrize("n", [2, 6, 10, 100])
+def test_interval_contains_perfect_scores(n):
+    """All wins (or all losses): the interval reaches exactly 1 (or 0)."""
+    a_black = jnp.arange(n) < n // 2
+    for a_wins in (True, False):
+        winner = jnp.where(a_black == a_wins, 0, 1)
+        s = arena.score(arena.MatchResult(winner, a_black, jnp.zeros(n), None))
+        assert s.score == (1.0 if a_wins else 0.0)
+        assert s.low <= s.score <= s.high
+        assert (s.high == 1.0) if a_wins else (s.low == 0.0)
+
+
 def test_elo():
     assert arena.elo(0.5) == 0.0
     assert arena.elo(0.75) == pytest.approx(400 * math.log10(3))

@@ -104,14 +104,16 @@ def test_bad_inputs(ckpt, tmp_path, capsys):
     empty.mkdir()
     rnd = ["--b", "random", "--games", "2"]
     cases = [
-        (["--a", "mentor:1", *rnd], "mentor player does not exist yet"),
+        (["--a", "mentor:4", *rnd], "mentor level must be in 0..3"),
+        (["--a", "mentor:x", *rnd], "mentor needs a level"),
+        (["--a", "mentor:1", *rnd, "--rule", "standard"], "freestyle patterns only"),
         (["--a", "alphabeta", *rnd], "unknown player kind"),
         (["--a", "random:3", *rnd], "takes no argument"),
-        (["--a", "policy:", *rnd], "needs a run directory"),
+        (["--a", "policy:", *rnd], "needs a model"),
         (["--a", f"mcts:{ckpt}:x", *rnd], "SIMS must be an integer"),
-        (["--a", "mcts:4", *rnd], "needs a run directory and a number of simulations"),
+        (["--a", "mcts:4", *rnd], "needs a model and a number of simulations"),
         (["--a", f"mcts:{ckpt}:0", *rnd], "SIMS must be at least 1"),
-        (["--a", f"policy:{tmp_path / 'nope'}", *rnd], "does not exist"),
+        (["--a", f"policy:{tmp_path / 'nope'}", *rnd], "not found"),
         (["--a", f"policy:{empty}", *rnd], "config.json not found"),
         (["--a", "random", "--b", "random", "--games", "3"], "must be even"),
         (["--a", "random", "--b", "random", "--games", "0"], "must be even"),
@@ -131,3 +133,14 @@ def test_bad_inputs(ckpt, tmp_path, capsys):
     assert "no checkpoint" in capsys.readouterr().err
     assert cli.main(["--a", "random", "--games", "2"]) == 2  # argparse: --b missing
     assert "--b" in capsys.readouterr().err
+
+
+def test_mentor_players(capsys):
+    """mentor:LEVEL plays: level 0 beats random on a small board, and its games
+    are won by five (short), in a batch with colours alternated."""
+    assert cli.main(["--a", "mentor:0", "--b", "random", "--games", "6", "--size", "9",
+                     "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    check_consistent(s)
+    assert s["a"] == "mentor:0" and s["wins"] >= 5
+    assert s["wins_as_black"] >= 2 and s["wins_as_white"] >= 2

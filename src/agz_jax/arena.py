@@ -154,7 +154,9 @@ def score(result: MatchResult) -> Score:
     return Score(
         games=n, wins=int(wins.sum()), draws=int(draws.sum()), losses=int(losses.sum()),
         wins_as_black=int((wins & a_black).sum()), wins_as_white=int((wins & ~a_black).sum()),
-        score=float(s), low=float(max(0.0, centre - half)), high=float(min(1.0, centre + half)),
+        # The Wilson interval contains s; the clamps undo rounding at s = 0 or 1.
+        score=float(s), low=float(min(max(0.0, centre - half), s)),
+        high=float(max(min(1.0, centre + half), s)),
         elo=elo(float(s)),
     )
 

@@ -54,8 +54,10 @@ tier, then value): the result alpha-beta would return with the same move
 ordering, computed without pruning because a fixed-shape tree vectorises and
 pruning does not. A move that completes a five ends its branch with a win;
 leaves are scored by a static evaluation (immediate wins and losses, an
-unstoppable open four, otherwise the difference of the two colours' best and
-summed attack values), and wins and losses found deeper count a little less,
+unstoppable open four; otherwise the classic five-point-window score, each
+window held by one colour alone counting by its stones, plus a quarter of the
+mover's best attack value for having the move), and wins and losses found deeper
+count a little less,
 so faster wins are preferred. Ties between equally valued root moves are
 broken at random by the key.
 
@@ -302,7 +304,7 @@ def window_score(rules: Rules, board: jax.Array, me: jax.Array) -> jax.Array:
 def static_value(f) -> jax.Array:
     """int32[]: the position's value for the side to move, without search."""
     n_five_opp = jnp.sum(f["five_opp"])
-    heuristic = f["windows"]
+    heuristic = f["windows"] + jnp.max(f["att_me"]) // 4  # the mover's tempo
     return jnp.select(
         [jnp.any(f["five_me"]), n_five_opp >= 2,
          jnp.any(f["open_four_me"]) & (n_five_opp == 0)],

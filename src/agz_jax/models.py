@@ -127,7 +127,10 @@ def _best_from_run(path: Path, config: Config):
     if checkpoint.latest_step(path) is None:
         raise ModelError(f"{path} holds neither {VARIABLES_FILE} nor a checkpoint "
                          f"in {path / 'checkpoints'}")
-    comps = run.build(config)
+    import dataclasses
+
+    # Shapes only: no device placement (the sharder would place real arrays).
+    comps = dataclasses.replace(run.build(config), sharder=None)
     like = jax.eval_shape(lambda: run.init_state(comps))
     try:
         state, _, _ = checkpoint.restore(path, like)
