@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install selfplay test bench lint clean
+.PHONY: install selfplay test bench lint clean play browser
 
 install: $(STAMP)
 
@@ -21,8 +21,28 @@ RUN ?= runs/cpu
 selfplay: $(STAMP)
 	$(PY) -m experiments.selfplay --preset cpu --out $(RUN) $(if $(wildcard $(RUN)/config.json),--resume) $(ARGS)
 
-test: $(STAMP)
-	$(PY) -m pytest -n 2 -q $(ARGS)
+test: $(STAMP) browser
+	AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n 2 -q $(ARGS)
+
+# The web board's end-to-end test drives Debian's chromium (tests/test_web.py).
+# Root installs it with apt-get; anyone else is told how, and that test skips.
+CHROMIUM ?= /usr/bin/chromium
+browser:
+	@if [ -x $(CHROMIUM) ]; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  echo "installing chromium for the browser test (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+	  || { echo "error: apt-get could not install chromium"; exit 1; }; \
+	else \
+	  echo "warning: $(CHROMIUM) is missing and you are not root: the browser test will be"; \
+	  echo "  skipped. Install it with: sudo apt-get install chromium"; \
+	fi
+
+# Play the model in a browser: http://127.0.0.1:8000/ (MODEL: a name in models/,
+# a model directory or a run directory).
+MODEL ?= default
+play: $(STAMP)
+	$(PY) -m agz_jax.web --model $(MODEL) $(ARGS)
 
 bench: $(STAMP)
 	$(PY) -m experiments.bench $(ARGS)
