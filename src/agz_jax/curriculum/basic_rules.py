@@ -35,14 +35,17 @@ whole board; a position that fails its kind's rule is resampled (see
 * four defence: ``W(A)`` empty (A cannot win first), ``W(B)`` is exactly one
   point (the label: every other move loses at once), ``D(A)`` empty (the block
   is not also a winning attack, so z = 0 is not an underestimate) and after
-  the block B has no ``D`` point (the block holds for three plies).
+  the block B has no ``D`` point (the block holds for three plies; checked
+  exactly when B's ``D`` points before the block are all on the template's
+  points, and such positions only are kept).
 * three attack: ``W(A)`` and ``W(B)`` empty, ``D(A)`` not empty. pi is spread
   over ``D(A)``: every move that wins within three plies.
 * three defence: ``W(A)``, ``W(B)`` and ``D(A)`` empty, ``D(B)`` not empty,
-  every point of ``D(B)`` lies on the pattern's line with two or more of its
-  threats along that line. The label is every move ``m`` after which B has no
-  ``D`` point: the ends of the three, also the gap of a split three, and the
-  far point of a three that is open on one side only. (The two conditions on
+  every point of ``D(B)`` is one of the template's points (on the pattern's
+  line) with two or more of its threats along that line. The label is every
+  move ``m`` after which B has no ``D`` point: the ends of the three, also
+  the gap of a split three, and the far point of a three that is open on one
+  side only. (The two conditions on
   ``D(B)`` make the pattern's line the only place such moves can be, so the
   label is the complete set of these "direct blocks".) Counter-attacks with a
   four are not labelled, and nothing deeper than three plies is searched.
