@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tiny_models import random_model
+from tiny_models import compile_lock, random_model, xla_cache_dir
 
 SIZE = 15
 CAPACITY = 4096  # the tree; time limits stop the search well before
@@ -36,10 +36,7 @@ def model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def xla_cache(tmp_path_factory):
-    # Shared by the xdist workers of one session (their basetemps are siblings).
-    path = tmp_path_factory.getbasetemp().parent / "agz_xla_cache"
-    path.mkdir(exist_ok=True)
-    return path
+    return xla_cache_dir(tmp_path_factory)
 
 
 def pbrain() -> list[str]:
@@ -97,11 +94,12 @@ class Brain:
         self.proc.wait()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def brain(model_dir, xla_cache):
-    b = Brain(model_dir, xla_cache, "--debug")
-    t0 = time.perf_counter()
-    assert b.ask("START 15", timeout=300) == "OK"
+    with compile_lock(xla_cache):
+        b = Brain(model_dir, xla_cache, "--debug")
+        t0 = time.perf_counter()
+        assert b.ask("START 15", timeout=600) == "OK"
     print(f"START (load + compile): {time.perf_counter() - t0:.1f} s")
     yield b
     b.close()
@@ -253,9 +251,11 @@ def test_bad_positions_and_commands_out_of_order(brain, model_dir, xla_cache, tm
 def test_first_move_is_quick_and_end_exits(model_dir, xla_cache):
     """A fresh process: START compiles (here from the session's XLA cache), so
     the first move keeps to timeout_turn; END then exits with code 0."""
-    b = Brain(model_dir, xla_cache)
+    with compile_lock(xla_cache):
+        b = Brain(model_dir, xla_cache)
+        started = b.ask("START 15", timeout=600)
     try:
-        assert b.ask("START 15", timeout=300) == "OK"
+        assert started == "OK"
         b.send("INFO timeout_turn 1000")
         t0 = time.perf_counter()
         parse_move(b.ask("BEGIN"))

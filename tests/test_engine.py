@@ -17,9 +17,11 @@ CAPACITY = 64
 CHUNK = 8
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def eng(tmp_path_factory):
-    model = models.load(random_model(tmp_path_factory.mktemp("engine") / "m", SIZE, seed=3))
+    # One net (the front ends' tests use Double Networks): half the compilation.
+    model = models.load(random_model(tmp_path_factory.mktemp("engine") / "m", SIZE, seed=3,
+                                     double=False))
     e = engine.Engine(model, max_simulations=CAPACITY, chunk=CHUNK)
     e.warmup()
     return e

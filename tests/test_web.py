@@ -13,7 +13,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from tiny_models import random_model
+from tiny_models import compile_lock, random_model, xla_cache_dir
 
 from agz_jax import records
 
@@ -22,25 +22,25 @@ CHROMIUM = os.environ.get("AGZ_JAX_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(tmp_path_factory):
     model = random_model(tmp_path_factory.mktemp("web_model") / "m", SIZE, seed=5)
-    cache = tmp_path_factory.getbasetemp().parent / "agz_xla_cache"  # shared with test_brain
-    cache.mkdir(exist_ok=True)
+    cache = xla_cache_dir(tmp_path_factory)  # test_brain's engine has the same shapes
     env = {**os.environ, "AGZ_JAX_CACHE_DIR": str(cache), "JAX_PLATFORMS": "cpu"}
     env.pop("AGZ_JAX_NO_CACHE", None)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "agz_jax.web", "--model", str(model), "--port", "0",
-         "--sims", "8", "--max-sims", "4096"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     lines: queue.Queue = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(x.decode()) for x in proc.stdout],
-                     daemon=True).start()
-    try:
-        banner = lines.get(timeout=300)
-    except queue.Empty:
-        proc.kill()
-        raise AssertionError("the web server printed no URL within 300 s") from None
+    with compile_lock(cache):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agz_jax.web", "--model", str(model), "--port", "0",
+             "--sims", "8", "--max-sims", "4096"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        threading.Thread(target=lambda: [lines.put(x.decode()) for x in proc.stdout],
+                         daemon=True).start()
+        try:
+            banner = lines.get(timeout=600)
+        except queue.Empty:
+            proc.kill()
+            raise AssertionError("the web server printed no URL within 600 s") from None
     assert "http://127.0.0.1:" in banner, banner
     url = banner.split()[3]
     yield url
@@ -167,7 +167,7 @@ def settle(page):
                            timeout=60_000)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
     playwright = pytest.importorskip("playwright.sync_api")
     if not os.path.exists(CHROMIUM):

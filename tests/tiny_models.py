@@ -5,6 +5,8 @@ The variables are drawn with NumPy into the shapes of ``nets.init`` (found with
 costs several CPU seconds per process, as much as the search itself.
 """
 
+import contextlib
+import fcntl
 from pathlib import Path
 
 import jax
@@ -14,10 +16,11 @@ from agz_jax import models, run
 from agz_jax.config import get_preset
 
 
-def random_model(directory: Path, size: int = 15, seed: int = 0) -> Path:
-    """A ``models.save`` directory: the smoke preset's net (double, 8 filters,
-    1 block) on a ``size`` board, random weights, BN statistics at identity."""
-    config = get_preset("smoke").replace(**{"game.size": size})
+def random_model(directory: Path, size: int = 15, seed: int = 0, double: bool = True) -> Path:
+    """A ``models.save`` directory: the smoke preset's net (8 filters, 1 block;
+    Double Networks unless ``double=False``) on a ``size`` board, random
+    weights, BN statistics at identity."""
+    config = get_preset("smoke").replace(**{"game.size": size, "net.double": double})
     nets = run.make_networks(config)
     shapes = jax.eval_shape(nets.init, jax.random.PRNGKey(0))
     rng = np.random.default_rng(seed)
@@ -32,3 +35,24 @@ def random_model(directory: Path, size: int = 15, seed: int = 0) -> Path:
         return (rng.standard_normal(leaf.shape) / np.sqrt(fan_in)).astype(leaf.dtype)
 
     return models.save(directory, config, jax.tree_util.tree_map_with_path(fill, shapes))
+
+
+def xla_cache_dir(tmp_path_factory) -> Path:
+    """A persistent XLA cache for the engine subprocesses of one test session,
+    shared by its xdist workers (their basetemps are siblings)."""
+    path = tmp_path_factory.getbasetemp().parent / "agz_xla_cache"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def compile_lock(cache: Path):
+    """Held while an engine process compiles: under ``pytest -n 2`` the other
+    worker waits, then loads the executables from the cache instead of
+    compiling them a second time."""
+    with open(cache / "compile.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
