@@ -4,6 +4,7 @@
     python -m experiments.selfplay --preset cpu --out runs/cpu --search.num-simulations 64
     python -m experiments.selfplay --out runs/cpu --resume            # continue a killed run
     python -m experiments.selfplay --out runs/cpu --resume --iterations 60   # extend it
+    python -m experiments.selfplay --preset smoke --out runs/s --save-games 4  # .psq records
 
 Any config field can be overridden with a dotted flag (``--help`` lists them).
 With ``--resume`` the run's own ``config.json`` is used; only ``--iterations``
@@ -39,6 +40,9 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
     parser.add_argument("--preset", default=None, help=f"one of {sorted(PRESETS)} (default cpu)")
     parser.add_argument("--out", type=Path, default=None, help="run directory")
     parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+    parser.add_argument("--save-games", type=int, default=0, metavar="N",
+                        help="save the first N self-play games of every iteration as .psq "
+                             "in RUN_DIR/games/")
     parser.add_argument("--quiet", action="store_true", help="no per-iteration lines")
     args, rest = parser.parse_known_args(argv)
     if "-h" in rest or "--help" in rest:
@@ -166,11 +170,17 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"it    0/{config.iterations} | untrained net vs random: "
                           f"search {metrics['eval/vs_random_score']:.2f}, raw policy "
                           f"{metrics['eval/policy_vs_random_score']:.2f}")
+    games: dict = {}
+    if args.save_games > 0:
+        comps = record_selfplay(comps, games)
     while int(state.iteration) < config.iterations:
         state, metrics = run.run_iteration(comps, state)
         it = int(state.iteration)
         log.write(it, metrics)
         checkpoint.save(run_dir, it, state, {"iteration": it, "config": config.to_dict()})
+        if games:
+            save_games(run_dir / "games", it, games.pop("moves"), config.game.size,
+                       args.save_games)
         if not args.quiet:
             console.print(fmt_line(it, config.iterations, metrics))
     log.close()
@@ -204,6 +214,39 @@ def summary(history: list[dict], wall: float, run_dir: Path) -> str:
                      f"({e['eval/vs_random_games']:.0f} games each)")
     lines.append(f"  metrics: {run_dir / 'metrics.jsonl'}, TensorBoard: {run_dir / 'tb'}")
     return "\n".join(lines)
+
+
+def record_selfplay(comps, into: dict):
+    """``comps`` whose self-play also leaves its games' moves (int32[T, B]) in ``into``."""
+    import dataclasses
+
+    play = comps.selfplay
+
+    def selfplay(*args, **kwargs):
+        traj, final, stats = play(*args, **kwargs)
+        into["moves"] = traj.action
+        return traj, final, stats
+
+    return dataclasses.replace(comps, selfplay=selfplay)
+
+
+def save_games(directory: Path, iteration: int, moves, size: int, count: int) -> list[Path]:
+    """Write the first ``count`` games of one iteration as ``.psq`` files (process 0 only)."""
+    import jax
+    import numpy as np
+
+    from agz_jax.records import write_psq
+
+    if jax.process_index() != 0 or not getattr(moves, "is_fully_addressable", True):
+        return []  # only process 0 writes, and only games it holds entirely
+    moves = np.asarray(jax.device_get(moves))
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for game in range(min(count, moves.shape[1])):
+        path = directory / f"it{iteration:05d}_game{game:03d}.psq"
+        write_psq(path, moves[:, game], size, trailer=(f"self-play iteration {iteration}",))
+        paths.append(path)
+    return paths
 
 
 if __name__ == "__main__":
