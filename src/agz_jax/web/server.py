@@ -301,8 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         model = models.load(args.model)
     except models.ModelError as e:
-        print(f"error: {e}\n(train one with `make selfplay` and pass --model runs/cpu, or "
-              "export one with agz_jax.models.export)", file=sys.stderr)
+        print(f"error: {e}\n(a trained run works too: `make selfplay`, then "
+              "`make play MODEL=runs/cpu` or --model runs/cpu)", file=sys.stderr)
         return 2
     eng = engine.Engine(model, max_simulations=args.max_sims)
     print(f"compiling the search for {model.name} ({eng.size}x{eng.size})...", file=sys.stderr,
