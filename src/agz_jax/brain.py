@@ -44,7 +44,7 @@ MAX_LINE = 4096
 # INFO values that are integers (milliseconds, bytes, flags).
 # Other keys (folder, evaluate, ...) are ignored, as the protocol asks.
 INT_INFO = ("timeout_turn", "timeout_match", "time_left", "max_memory", "game_type", "rule")
-_INT = re.compile(r"^[+-]?\d{1,12}$")
+_INT = re.compile(r"^[+-]?[0-9]{1,12}$")  # ASCII digits only
 
 
 class ProtocolError(Exception):
