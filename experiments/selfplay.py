@@ -8,7 +8,22 @@
 
 Any config field can be overridden with a dotted flag (``--help`` lists them).
 With ``--resume`` the run's own ``config.json`` is used; only ``--iterations``
-may change (to extend a run), any other differing override is an error.
+(to extend a run) and ``--parallel.*`` may change, any other differing override
+is an error.
+
+Devices and hosts (README, "Scaling"): games and training batches are split
+over every visible device (``--parallel.devices N`` for the first N). Several
+processes (hosts) run the same command, each with its own process id:
+
+    python -m experiments.selfplay --preset gpu --out runs/gpu \
+        --num-processes 2 --process-id 0 --coordinator host0:1234     # on host0
+    python -m experiments.selfplay --preset gpu --out runs/gpu \
+        --num-processes 2 --process-id 1 --coordinator host0:1234     # on host1
+
+(or the environment variables JAX_NUM_PROCESSES, JAX_PROCESS_ID,
+JAX_COORDINATOR_ADDRESS; ``--num-processes auto`` detects SLURM / Open MPI /
+TPU pods). ``--out`` must be a directory every host sees; process 0 writes the
+logs, all processes take part in checkpoints and restore the same state.
 """
 
 from __future__ import annotations
@@ -44,6 +59,13 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
                         help="save the first N self-play games of every iteration as .psq "
                              "in RUN_DIR/games/")
     parser.add_argument("--quiet", action="store_true", help="no per-iteration lines")
+    parser.add_argument("--num-processes", default=None,
+                        help="processes (hosts) of a multi-host run, or 'auto' "
+                        "(env JAX_NUM_PROCESSES; default 1)")
+    parser.add_argument("--process-id", default=None,
+                        help="this process's id, 0..N-1 (env JAX_PROCESS_ID)")
+    parser.add_argument("--coordinator", default=None,
+                        help="HOST:PORT of process 0 (env JAX_COORDINATOR_ADDRESS)")
     args, rest = parser.parse_known_args(argv)
     if "-h" in rest or "--help" in rest:
         parser.print_help()
@@ -64,16 +86,19 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
                     f"--preset {args.preset} differs from the config of {args.out}; "
                     "--resume uses the run's own config (drop --preset)")
         config = tyro.cli(Config, default=saved, args=rest, prog="experiments.selfplay")
-        field = dataclasses_differ(config, saved, allow=("iterations",))
+        field = dataclasses_differ(config, saved, allow=("iterations", "parallel"))
         if field:
             raise ConfigError(
                 f"{field} differs from the config saved in {args.out}/config.json; "
-                "only --iterations may change on --resume")
+                "only --iterations and --parallel.* may change on --resume")
     else:
         preset = get_preset(args.preset or "cpu")
         config = tyro.cli(Config, default=preset, args=rest, prog="experiments.selfplay")
     if args.out is None:
         args.out = Path("runs") / (args.preset or "cpu")
+    from agz_jax import parallel
+
+    args.hosts = parallel.hosts_from(args.coordinator, args.num_processes, args.process_id)
     return args, config
 
 
@@ -121,13 +146,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    from agz_jax import checkpoint
+    from agz_jax import checkpoint, parallel
 
+    parallel.initialize(args.hosts)  # before anything else touches a device
     run_dir: Path = args.out
     if not args.resume and checkpoint.latest_step(run_dir) is not None:
         print(f"error: {run_dir} already holds a run; pass --resume to continue it "
               "or choose another --out", file=sys.stderr)
         return 2
+    parallel.barrier("checked the run directory")  # before process 0 writes to it
 
     enable_compilation_cache()
     import jax
@@ -135,8 +162,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from agz_jax import run
 
-    console = Console(highlight=False, soft_wrap=True)
-    comps = run.build(config)
+    main_process = parallel.is_main()
+    console = Console(highlight=False, soft_wrap=True, quiet=not main_process)
+    try:
+        comps = run.build(config)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     state = run.init_state(comps)
     if args.resume:
         try:
@@ -146,24 +178,36 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         console.print(f"resumed {run_dir} at iteration {int(state.iteration)}")
     else:
-        checkpoint.write_config(run_dir, config)
+        if main_process:
+            checkpoint.write_config(run_dir, config)
         console.print(f"run {run_dir}: preset {args.preset or 'cpu'}, "
                       f"{config.game.size}x{config.game.size} {config.game.rule}, "
                       f"{'double' if config.net.double else 'single'} net "
                       f"{config.net.filters}x{config.net.blocks}, "
                       f"{config.search.algorithm} {config.search.num_simulations} sims, "
                       f"{config.selfplay.num_games} games/iteration, backend "
-                      f"{jax.default_backend()}")
-    if checkpoint.latest_step(run_dir) is None:
+                      f"{jax.default_backend()} x {comps.sharder.num_devices} device(s)"
+                      + (f" on {jax.process_count()} processes" if jax.process_count() > 1
+                         else ""))
+    # Every process must see the same directory here (orbax's calls are collective):
+    # none may look before, or after, another one creates it.
+    parallel.barrier("before looking for a first checkpoint")
+    first = checkpoint.latest_step(run_dir) is None
+    parallel.barrier("looked for a first checkpoint")
+    if first:
         checkpoint.save(run_dir, 0, state, {"iteration": 0, "config": config.to_dict()})
 
-    log = run.MetricsLog(run_dir, keep_through=int(state.iteration))
+    # Only process 0 writes the metrics; the others keep an unwritten log.
+    log = run.MetricsLog(run_dir, keep_through=int(state.iteration), write=main_process)
     if int(state.iteration) >= config.iterations:
         console.print(f"nothing to do: {run_dir} is complete ({int(state.iteration)} iterations;"
                       " pass --iterations N to extend it)")
+        print_params_hash(run, state)
         return 0
     start = time.perf_counter()
-    if int(state.iteration) == 0 and config.eval.every and not log.read():
+    # Every process must make the same (collective) calls: process 0 decides.
+    if parallel.agree(int(state.iteration) == 0 and bool(config.eval.every)
+                      and not log.read()):
         metrics = run.initial_evaluation(comps, state)
         log.write(0, metrics)
         if not args.quiet:
@@ -188,7 +232,17 @@ def main(argv: list[str] | None = None) -> int:
     history = log.read()
     wall = time.perf_counter() - start
     console.print(summary(history, wall, run_dir))
+    print_params_hash(run, state)
     return 0
+
+
+def print_params_hash(run, state) -> None:
+    """On every process: equal hashes on all processes are the multi-host consistency
+    check, and equal hashes of two runs mean bit-identical nets."""
+    import jax
+
+    print(f"params sha256 {run.params_hash(state)} (process {jax.process_index()}/"
+          f"{jax.process_count()})", flush=True)
 
 
 def summary(history: list[dict], wall: float, run_dir: Path) -> str:

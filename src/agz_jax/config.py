@@ -218,6 +218,27 @@ class EvalConfig:
 
 
 @dataclass(frozen=True)
+class ParallelConfig:
+    """Data parallelism over a device mesh (``agz_jax.parallel``).
+
+    Self-play games and training batches are split over the devices of a 1-D
+    mesh (axis ``data``); parameters are replicated and gradients averaged by
+    the collective XLA inserts. ``selfplay.num_games`` and ``train.batch_size``
+    are global; each device gets ``1/devices`` of them. Results equal the
+    1-device run's within float tolerance, so a run may resume on another
+    number of devices. Hosts (``jax.distributed``) are set on the command
+    line, not here: see ``experiments/selfplay.py --help``.
+    """
+
+    devices: int = 0
+    """Devices in the mesh: 0 = every device of every process; n = the first n."""
+
+    def __post_init__(self):
+        _check(_is_int(self.devices) and self.devices >= 0, "parallel.devices",
+               "must be 0 (every device) or a positive integer", self.devices)
+
+
+@dataclass(frozen=True)
 class Config:
     """One run of self-play reinforcement learning."""
 
@@ -232,12 +253,23 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
     gating: GatingConfig = field(default_factory=GatingConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    parallel: ParallelConfig = field(default_factory=ParallelConfig)
 
     def __post_init__(self):
         _check(_is_int(self.seed) and self.seed >= 0, "seed", "must be a non-negative integer",
                self.seed)
         _check(_is_int(self.iterations) and self.iterations >= 1, "iterations",
                "must be a positive integer", self.iterations)
+        if self.parallel.devices:
+            self.check_devices(self.parallel.devices)
+
+    def check_devices(self, devices: int) -> None:
+        """The global batches must split evenly over ``devices`` (ConfigError if not)."""
+        for name, value in (("selfplay.num_games", self.selfplay.num_games),
+                            ("train.batch_size", self.train.batch_size)):
+            _check(value % devices == 0, name,
+                   f"must be a multiple of the {devices} devices of the mesh "
+                   "(set parallel.devices, or change it)", value)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -289,6 +321,7 @@ _SECTIONS = {
     "train": TrainConfig,
     "gating": GatingConfig,
     "eval": EvalConfig,
+    "parallel": ParallelConfig,
 }
 
 

@@ -20,6 +20,7 @@ same backend give the same metrics, resumed or not.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -30,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax import arena, replay
+from agz_jax import arena, parallel, replay
 from agz_jax.config import Config
 from agz_jax.gomoku import Rules
 from agz_jax.networks import Networks, PolicyValueNet
@@ -58,6 +59,7 @@ class Components:
     train: Callable
     gate: Callable
     evaluate: Callable
+    sharder: parallel.Sharder | None = None
 
 
 def make_networks(config: Config) -> Networks:
@@ -67,11 +69,18 @@ def make_networks(config: Config) -> Networks:
 
 
 def build(config: Config) -> Components:
-    """The jitted phases of an iteration (compiled lazily on first call)."""
+    """The jitted phases of an iteration (compiled lazily on first call).
+
+    Each phase runs over the device mesh of ``config.parallel`` (see
+    ``agz_jax.parallel``): games and training examples split over devices,
+    everything else replicated. Raises ConfigError, before compiling, if the
+    global batches do not split evenly over the devices.
+    """
     rules = Rules(config.game.size, config.game.rule)
     nets = make_networks(config)
     gamma = config.decay.gamma
-    play = make_selfplay(config, rules, nets)
+    sharder = parallel.Sharder(parallel.make_mesh(config))
+    play = make_selfplay(config, rules, nets, shard=sharder.constrain)
     step = make_train_step(nets, config.train)
     tcfg = config.train
 
@@ -79,7 +88,10 @@ def build(config: Config) -> Components:
         return replay.add(buffer, to_examples(traj, final, gamma))
 
     def train_step(state: TrainState, buffer: replay.Buffer, key):
-        return step(state, replay.sample(buffer, key, tcfg.batch_size))
+        # The batch [N, B, ...] is split over devices along B; the replicated
+        # parameters' gradients are summed across devices by GSPMD's all-reduce.
+        batch = sharder.constrain(replay.sample(buffer, key, tcfg.batch_size), 1)
+        return step(state, batch)
 
     def gate(candidate, best, key):
         g = config.gating
@@ -100,8 +112,12 @@ def build(config: Config) -> Components:
         return (arena.play_match(rules, a, rnd, k_search, e.num_games),
                 arena.play_match(rules, raw, rnd, k_raw, e.num_games))
 
-    return Components(config, rules, nets, jax.jit(play), jax.jit(ingest), jax.jit(train_step),
-                      jax.jit(gate), jax.jit(evaluate))
+    rep = sharder.replicated
+    play_out = (sharder.batch(1), sharder.batch(0), rep)  # Trajectory [T, B], State [B], stats
+    return Components(config, rules, nets, jax.jit(play, out_shardings=play_out),
+                      jax.jit(ingest, out_shardings=rep), jax.jit(train_step, out_shardings=rep),
+                      jax.jit(gate, out_shardings=rep), jax.jit(evaluate, out_shardings=rep),
+                      sharder)
 
 
 def init_state(comps: Components) -> RunState:
@@ -112,7 +128,8 @@ def init_state(comps: Components) -> RunState:
     size = config.game.size
     buffer = replay.init(comps.nets.num_nets, config.replay.capacity, (size, size, 3),
                          comps.rules.num_actions)
-    return RunState(jnp.int32(0), key, train_state, train_state.variables, buffer)
+    state = RunState(jnp.int32(0), key, train_state, train_state.variables, buffer)
+    return comps.sharder.replicate(state) if comps.sharder else state
 
 
 def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
@@ -169,7 +186,10 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
     if config.eval.every and (it % config.eval.every == 0 or last_iteration):
         metrics.update(evaluate(comps, best, k_eval))
 
-    new_state = RunState(jnp.int32(it), key, train_state, best, buffer)
+    iteration = jnp.int32(it)
+    if comps.sharder is not None:  # a global array, as every other input of a phase
+        iteration = comps.sharder.replicate(iteration)
+    new_state = RunState(iteration, key, train_state, best, buffer)
     return new_state, metrics
 
 
@@ -193,6 +213,17 @@ def initial_evaluation(comps: Components, state: RunState) -> dict:
     return evaluate(comps, state.best, jax.random.fold_in(state.key, 0))
 
 
+def params_hash(state: RunState) -> str:
+    """sha256 over every array of the trained and the best variables (dtype, shape,
+    bytes, in tree order): equal hashes mean bit-identical nets."""
+    h = hashlib.sha256()
+    for leaf in jax.tree.leaves((state.train.variables, state.best)):
+        a = np.asarray(leaf)
+        h.update(f"{a.dtype}{a.shape}".encode())
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
 def deterministic(metrics: dict) -> dict:
     """The metrics that must be identical across runs of one seed (no timings)."""
     return {k: v for k, v in metrics.items() if not k.startswith(TIMING_KEYS)}
@@ -201,10 +232,11 @@ def deterministic(metrics: dict) -> dict:
 class MetricsLog:
     """``metrics.jsonl`` (one line per iteration) and TensorBoard event files."""
 
-    def __init__(self, run_dir: Path, keep_through: int):
+    def __init__(self, run_dir: Path, keep_through: int, write: bool = True):
         self.path = run_dir / "metrics.jsonl"
+        self._write = write  # False: another process (process 0) writes this log
         # On resume, drop lines of iterations the checkpoint does not contain.
-        if self.path.exists():
+        if write and self.path.exists():
             lines = [ln for ln in self.path.read_text().splitlines() if ln.strip()]
             kept = [ln for ln in lines if json.loads(ln)["iteration"] <= keep_through]
             self.path.write_text("".join(ln + "\n" for ln in kept))
@@ -212,6 +244,8 @@ class MetricsLog:
         self._tb_dir = run_dir / "tb"
 
     def write(self, iteration: int, metrics: dict) -> None:
+        if not self._write:
+            return
         with self.path.open("a") as f:
             f.write(json.dumps({"iteration": iteration, **metrics}, sort_keys=True) + "\n")
         if self._tb is None:

@@ -62,13 +62,19 @@ def decayed_z(to_play: jax.Array, winner: jax.Array, length: jax.Array,
     return jnp.where(winner[None, :] >= 0, sign * jnp.power(jnp.float32(gamma), dist), 0.0)
 
 
-def make_selfplay(config: Config, rules: Rules, nets: Networks):
-    """Returns ``play(variables, key) -> (Trajectory, final State [B], stats)``."""
+def make_selfplay(config: Config, rules: Rules, nets: Networks, shard=None):
+    """Returns ``play(variables, key) -> (Trajectory, final State [B], stats)``.
+
+    ``shard(tree, axis)``, if given, constrains the game axis of the states and
+    of the records to be split over devices (``parallel.Sharder.constrain``);
+    it changes where the games are played, not the numbers.
+    """
     num_games = config.selfplay.num_games
     num_steps = rules.num_actions
+    shard = shard or (lambda tree, axis: tree)
 
     def play(variables, key):
-        states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
+        states = shard(jax.vmap(lambda _: rules.init())(jnp.arange(num_games)), 0)
 
         def move(states, key):
             search_key, move_key = jax.random.split(key)
@@ -84,6 +90,7 @@ def make_selfplay(config: Config, rules: Rules, nets: Networks):
             return action, out.action_weights
 
         def body(states, key):
+            states = shard(states, 0)
             active = ~states.done
             action, policy = jax.lax.cond(
                 jnp.any(active),
@@ -100,7 +107,7 @@ def make_selfplay(config: Config, rules: Rules, nets: Networks):
                 valid=active,
             )
             states = jax.vmap(rules.step)(states, action)
-            return states, record
+            return states, shard(record, 0)
 
         final, traj = jax.lax.scan(body, states, jax.random.split(key, num_steps))
         length = final.num_moves
