@@ -24,6 +24,11 @@ on a ``--size`` board, with a single net (num_nets=1) and Double Networks
 * the baseline: ``agz_jax.baseline``, the same PUCT search in plain Python +
   NumPy, one leaf and one batch-1 jitted net call at a time, run for about
   ``--baseline-seconds`` per mode; its simulations/s and the JAX speed-up;
+* self-play on 1 and on 4 devices (``--devices 1,4``): the same moves with the
+  batch of games split over a mesh (``agz_jax.parallel``), each device count
+  in a subprocess with ``XLA_FLAGS=--xla_force_host_platform_device_count=N``
+  (on a CPU these devices share its cores: the point is that the sharded code
+  path runs and what it costs, not a speed-up);
 * Double Networks evaluation strategies on a mixed-colour batch, each written
   out here so the table does not depend on what ``Networks.evaluate`` does
   today: both nets under ``jax.vmap`` over the stacked params then select; a
@@ -42,6 +47,7 @@ import json
 import math
 import os
 import shlex
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -320,6 +326,51 @@ def matmul_gflops(n: int, repeats: int) -> float:
     return 2 * n**3 / best_time(lambda: f(a, b), repeats) / 1e9
 
 
+def bench_devices_worker(args) -> dict:
+    """In a process with N (forced) devices: ``--moves`` self-play moves of the
+    double net with the games split over all N devices; sims/s, compile excluded."""
+    from jax.sharding import Mesh
+
+    from agz_jax import parallel
+
+    sharder = parallel.Sharder(Mesh(np.array(jax.devices()), (parallel.AXIS,)))
+    rules = Rules(args.size)
+    nets = Networks(PolicyValueNet(board_size=args.size), num_nets=2)
+    variables = sharder.replicate(jax.jit(nets.init)(jax.random.PRNGKey(args.seed)))
+    states = jax.device_put(
+        to_state(midgame_positions(args.size, args.games,
+                                   max(2, (args.size * args.size) // 10) // 2 * 2, args.seed)),
+        sharder.batch(0))
+    key = sharder.replicate(jax.random.PRNGKey(args.seed))
+    moves = make_moves(rules, nets, SearchConfig(num_simulations=args.sims), args.moves)
+    t0 = time.perf_counter()
+    play = jax.jit(moves, out_shardings=sharder.batch(0)).lower(variables, key, states).compile()
+    compile_s = time.perf_counter() - t0
+    jax.block_until_ready(play(variables, key, states))
+    seconds = best_time(lambda: play(variables, key, states), 2)
+    sims = args.games * args.moves * args.sims
+    return {"devices": jax.device_count(), "games_per_device": args.games // jax.device_count(),
+            "selfplay_compile_s": compile_s, "selfplay_s": seconds, "sims_per_s": sims / seconds}
+
+
+def bench_devices(args) -> dict:
+    """``bench_devices_worker`` in one subprocess per device count."""
+    out = {}
+    for n in args.devices:
+        env = dict(os.environ)
+        env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") +
+                            f" --xla_force_host_platform_device_count={n}").strip()
+        cmd = [sys.executable, "-m", "experiments.bench", "--devices-worker", "--json",
+               "--games", str(args.games), "--sims", str(args.sims), "--size", str(args.size),
+               "--moves", str(args.moves), "--seed", str(args.seed), "--devices", ""]
+        log(f"self-play on {n} forced host device(s) (subprocess)")
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{shlex.join(cmd)} failed:\n{proc.stderr[-3000:]}")
+        out[str(n)] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
 # ---------------------------------------------------------------------------- main
 
 
@@ -339,14 +390,25 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true",
                    help="9x9, 8 games, 8 sims, small everything (defaults for unset flags)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--devices", default=None,
+                   help="forced host device counts for sharded self-play ('1,4'; "
+                   "'' skips it; --quick: '')")
+    p.add_argument("--devices-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     full = dict(games=64, sims=64, size=15, moves=4, train_batch=512, train_steps=3,
                 baseline_seconds=14.0, matmul=2048)
     quick = dict(games=8, sims=8, size=9, moves=2, train_batch=64, train_steps=2,
                  baseline_seconds=0.5, matmul=512)
+    full["devices"], quick["devices"] = "1,4", ""
     for k, v in (quick if args.quick else full).items():
         if getattr(args, k) is None:
             setattr(args, k, v)
+    try:
+        args.devices = [int(d) for d in args.devices.split(",") if d.strip()]
+        assert all(d >= 1 for d in args.devices) and args.games % math.lcm(1, *args.devices) == 0
+    except (ValueError, AssertionError):
+        p.error(f"--devices must be counts >= 1 that divide --games {args.games}, "
+                f"got {args.devices!r}")
     for k in ("games", "sims", "moves", "train_batch", "train_steps", "matmul"):
         if getattr(args, k) < 1:
             p.error(f"--{k.replace('_', '-')} must be >= 1")
@@ -402,6 +464,9 @@ def run(args: argparse.Namespace, command: str) -> dict:
                 "sequential_evals_per_s": t(sequential_evaluate(nets), variables),
                 "single_net_evals_per_s": t(single.evaluate, one),
             }
+
+    if args.devices:
+        results["devices"] = bench_devices(args)
 
     return {
         "command": command,
@@ -480,14 +545,30 @@ def table(report: dict) -> str:
         "",
         "search overhead = (time per move) / ((sims + 1) x time of one batched evaluation).",
         "Timings are the best of a few runs, compile excluded; the machine may be shared.",
+        *devices_lines(res.get("devices", {}), c),
         f"total bench time {report['total_s']:.0f} s",
     ]
     return "\n".join(lines)
 
 
+def devices_lines(devices: dict, c: dict) -> list[str]:
+    if not devices:
+        return []
+    lines = [f"Sharded self-play (double nets, {c['games']} games split over the devices, "
+             "each count in its own process with forced host devices):"]
+    for n, d in devices.items():
+        lines.append(f"  {n} device(s), {d['games_per_device']} games each: "
+                     f"{d['sims_per_s']:>10,.0f} simulations/s "
+                     f"(compile {d['selfplay_compile_s']:.1f} s)")
+    return [*lines, ""]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
+    if args.devices_worker:
+        print(json.dumps(bench_devices_worker(args)))
+        return 0
     command = shlex.join(["python", "-m", "experiments.bench", *argv])
     report = run(args, command)
     for key in RESULT_KEYS:
