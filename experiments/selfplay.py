@@ -1,4 +1,4 @@
-"""The main job: self-play reinforcement learning (AlphaGomoku IV.D).
+r"""The main job: self-play reinforcement learning (AlphaGomoku IV.D).
 
     python -m experiments.selfplay --preset smoke --out runs/smoke
     python -m experiments.selfplay --preset cpu --out runs/cpu --search.num-simulations 64
