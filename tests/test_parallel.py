@@ -53,11 +53,18 @@ WORKER = textwrap.dedent("""
         train = comps.train.lower(state.train, buffer, k_train).compile()
         train_state, metrics = train(state.train, buffer, k_train)
         hlo = train.as_text()
+        # The same call again: bit-identical (determinism on a sharded mesh).
+        again = (comps.selfplay(state.best, k_play)[0].policy,
+                 jax.tree.leaves(train(state.train, buffer, k_train)[0].variables))
+        rerun_identical = bool(np.array_equal(again[0], traj.policy)) and all(
+            np.array_equal(x, y)
+            for x, y in zip(again[1], jax.tree.leaves(train_state.variables)))
         info[devices] = {
             "traj_devices": len(traj.obs.sharding.device_set),
             "traj_shard_games": traj.obs.addressable_shards[0].data.shape[1],
             "params_devices": len(jax.tree.leaves(train_state.variables)[0].sharding.device_set),
             "train_all_reduce": "all-reduce" in hlo,
+            "rerun_identical": rerun_identical,
         }
         leaves = {
             "action": traj.action, "policy": traj.policy, "winner": final.winner,
@@ -96,6 +103,7 @@ def test_four_devices_equal_one_device(tmp_path):
     assert info["4"]["params_devices"] == 4
     # Gradients (and BatchNorm batch statistics) are summed over devices by a collective.
     assert info["4"]["train_all_reduce"] and not info["1"]["train_all_reduce"]
+    assert info["1"]["rerun_identical"] and info["4"]["rerun_identical"]
 
     res = np.load(out)
     names = sorted(k.split("/", 1)[1] for k in res.files if k.startswith("1/"))

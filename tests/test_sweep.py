@@ -70,36 +70,67 @@ def test_stats_t_interval():
     assert one["std"] == 0.0 and one["n"] == 1
 
 
-def run_sweep(out: Path, env: dict, *extra: str) -> subprocess.CompletedProcess:
+def run_sweep(out: Path, env: dict) -> subprocess.CompletedProcess:
     proc = subprocess.run([sys.executable, "-m", "experiments.sweep", "--preset", "smoke",
-                           "--out", str(out), *GRID, *extra], cwd=ROOT, env=env,
+                           "--out", str(out), *GRID], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 
 
-@pytest.fixture(scope="module")
-def swept(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("sweep")
+def alone(out: Path, seed: int, env: dict) -> tuple[str, list[dict]]:
+    """The main job alone, with the sweep's base config (1 iteration); its params
+    hash and deterministic metrics."""
+    fixed = dict(sweep.parse_set(a) for a in TINY[1::2])
+    flags = sweep.to_flags({k: v[0] for k, v in fixed.items()})
+    proc = subprocess.run([sys.executable, "-m", "experiments.selfplay", "--preset", "smoke",
+                           "--out", str(out), "--quiet", "--iterations", "1", "--seed",
+                           str(seed), *flags], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    digest = re.search(r"params sha256 ([0-9a-f]{64})", proc.stdout).group(1)
+    return digest, metrics_of(out)
+
+
+def metrics_of(run_dir: Path) -> list[dict]:
+    from agz_jax.run import deterministic
+
+    return [deterministic(json.loads(ln))
+            for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def cached_env(tmp_path_factory) -> tuple[dict, Path]:
+    """A persistent XLA cache shared with test_determinism (same config, same
+    executables) across the session's xdist workers."""
+    from tiny_models import xla_cache_dir
+
+    cache = xla_cache_dir(tmp_path_factory)
     env = dict(os.environ)
     env.pop("AGZ_JAX_NO_CACHE", None)
-    env["AGZ_JAX_CACHE_DIR"] = str(tmp / "xla_cache")
-    out = tmp / "sweep"
-    first = run_sweep(out, env)
-    return out, env, first
+    env["AGZ_JAX_CACHE_DIR"] = str(cache)
+    return env, cache
 
 
 @pytest.mark.slow
-def test_sweep_writes_records_table_and_plots(swept):
-    out, _, first = swept
+def test_sweep_end_to_end(tmp_path, tmp_path_factory):
+    """One test (its runs are shared): 4 seeds x 2 settings; records, table, plots;
+    a second invocation skips finished runs and resumes a killed one; a run inside
+    the sweep is bit-identical to the same run alone."""
+    from tiny_models import compile_lock
+
+    env, cache = cached_env(tmp_path_factory)
+    with compile_lock(cache):  # compiles once (or loads test_determinism's executables)
+        alone_hash, alone_metrics = alone(tmp_path / "alone", 2, env)
+    out = tmp_path / "sweep"
+    first = run_sweep(out, env)
     assert "8 runs (2 settings x 4 seeds)" in first.stdout
+
     records = sorted(out.glob("runs/*/seed_*/record.json"))
     assert len(records) == 8
     rec = json.loads(records[0].read_text())
     assert rec["versions"]["jax"] and rec["versions"]["agz_jax"]
     assert rec["config"]["seed"] == rec["seed"] and "train/loss" in rec["final"]
     assert re.fullmatch(r"[0-9a-f]{64}", rec["params_sha256"])
-
     rows = list(csv.DictReader((out / "summary.csv").open()))
     losses = [r for r in rows if r["metric"] == "train/loss"]
     assert {r["setting"] for r in losses} == {"iterations=1", "iterations=2"}
@@ -110,49 +141,27 @@ def test_sweep_writes_records_table_and_plots(swept):
     for png in ("curves.png", "final.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
+    # Determinism: inside the sweep == alone; the seeds of a setting all differ.
+    hashes = {json.loads(p.read_text())["seed"]: json.loads(p.read_text())["params_sha256"]
+              for p in out.glob("runs/iterations=1/seed_*/record.json")}
+    assert len(set(hashes.values())) == 4
+    assert hashes[2] == alone_hash
+    assert metrics_of(out / "runs/iterations=1/seed_2") == alone_metrics
 
-@pytest.mark.slow
-def test_sweep_resumes_without_redoing_finished_runs(swept):
-    out, env, _ = swept
-    before = {p: p.stat().st_mtime_ns for p in out.glob("runs/*/seed_*/record.json")}
-    # A run killed after its checkpoint but before its record: resumed, not redone.
+    # Resume: a run killed after its checkpoint but before its record is resumed
+    # (nothing played again); the finished runs are not touched.
+    before = {p: p.stat().st_mtime_ns for p in records}
     victim = out / "runs" / "iterations=2" / "seed_3"
     (victim / "record.json").unlink()
     lines_before = (victim / "metrics.jsonl").read_text()
     again = run_sweep(out, env)
     assert again.stdout.count("done before, skipped") == 7
     assert "seed 3: resumed" in again.stdout
-    assert (victim / "metrics.jsonl").read_text() == lines_before  # nothing played again
+    assert (victim / "metrics.jsonl").read_text() == lines_before
     for p, mtime in before.items():
         if p.parent != victim:
             assert p.stat().st_mtime_ns == mtime
     assert json.loads((victim / "record.json").read_text())["seed"] == 3
-
-
-@pytest.mark.slow
-def test_a_run_inside_a_sweep_equals_the_run_alone(swept, tmp_path):
-    """Determinism: the same config and seed give bit-identical nets whether run
-    alone (the main job) or inside a sweep; the seeds of a setting all differ."""
-    out, env, _ = swept
-    recs = [json.loads(p.read_text()) for p in out.glob("runs/iterations=1/seed_*/record.json")]
-    hashes = {r["seed"]: r["params_sha256"] for r in recs}
-    assert len(set(hashes.values())) == 4  # different seeds -> different nets
-    fixed = dict(sweep.parse_set(a) for a in TINY[1::2])
-    flags = sweep.to_flags({k: v[0] for k, v in fixed.items()})
-    proc = subprocess.run([sys.executable, "-m", "experiments.selfplay", "--preset", "smoke",
-                           "--out", str(tmp_path / "alone"), "--quiet", "--iterations", "1",
-                           "--seed", "2", *flags], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    alone = re.search(r"params sha256 ([0-9a-f]{64})", proc.stdout).group(1)
-    assert alone == hashes[2]
-    sweep_metrics = (out / "runs/iterations=1/seed_2/metrics.jsonl").read_text()
-    from agz_jax.run import deterministic
-
-    def det(text):
-        return [deterministic(json.loads(ln)) for ln in text.splitlines()]
-
-    assert det((tmp_path / "alone" / "metrics.jsonl").read_text()) == det(sweep_metrics)
 
 
 def test_sweep_refuses_bad_grid_before_running(tmp_path):
