@@ -59,6 +59,9 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
                         help="save the first N self-play games of every iteration as .psq "
                              "in RUN_DIR/games/")
     parser.add_argument("--quiet", action="store_true", help="no per-iteration lines")
+    parser.add_argument("--init-from", type=Path, default=None,
+                        help="start from these nets: a model name or directory, a run or "
+                             "curriculum directory (any stage's output)")
     parser.add_argument("--num-processes", default=None,
                         help="processes (hosts) of a multi-host run, or 'auto' "
                         "(env JAX_NUM_PROCESSES; default 1)")
@@ -96,6 +99,17 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
         config = tyro.cli(Config, default=preset, args=rest, prog="experiments.selfplay")
     if args.out is None:
         args.out = Path("runs") / (args.preset or "cpu")
+    if args.init_from is not None:
+        if args.resume:
+            raise ConfigError("--init-from starts a new run; it cannot go with --resume")
+        from agz_jax import models
+        from experiments.curriculum import check_compatible
+
+        try:
+            args.init_model = models.load(args.init_from)
+        except models.ModelError as e:
+            raise ConfigError(f"--init-from: {e}") from e
+        check_compatible(config, args.init_model.config, f"--init-from {args.init_from}")
     from agz_jax import parallel
 
     args.hosts = parallel.hosts_from(args.coordinator, args.num_processes, args.process_id)
@@ -170,6 +184,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     state = run.init_state(comps)
+    if args.init_from is not None:
+        nets = jax.device_put(args.init_model.variables)
+        state = state._replace(train=state.train._replace(variables=nets), best=nets)
+        if comps.sharder:
+            state = comps.sharder.replicate(state)
+        console.print(f"nets from {args.init_from}")
     if args.resume:
         try:
             state, meta, step = checkpoint.restore(run_dir, state)

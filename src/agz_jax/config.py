@@ -238,6 +238,99 @@ class ParallelConfig:
                "must be 0 (every device) or a positive integer", self.devices)
 
 
+STAGES = ("basic", "imitate", "selfplay")
+
+
+@dataclass(frozen=True)
+class BasicConfig:
+    """Curriculum stage 1 (paper IV.B): supervised training on generated
+    basic-rule positions (``agz_jax.curriculum.basic_rules``)."""
+
+    num_positions: int = 80_000
+    """Generated training positions (the paper: 80,000)."""
+    held_out: int = 2_000
+    """Further positions, generated with another key, for the held-out metrics."""
+    steps: int = 1_000
+    """SGD steps (batch ``train.batch_size`` per net)."""
+
+    def __post_init__(self):
+        _check(_is_int(self.num_positions) and self.num_positions >= 1, "basic.num_positions",
+               "must be a positive integer", self.num_positions)
+        _check(_is_int(self.held_out) and self.held_out >= 1, "basic.held_out",
+               "must be a positive integer", self.held_out)
+        _check(_is_int(self.steps) and self.steps >= 0, "basic.steps", "must be >= 0",
+               self.steps)
+
+
+@dataclass(frozen=True)
+class ImitateConfig:
+    """Curriculum stage 2 (paper IV.C): imitate the rule-based mentor.
+
+    Each round plays ``num_games`` mentor-vs-mentor games, holds out a fraction
+    of the games (whole games), trains ``steps_per_round`` steps on the rest
+    (added to a replay of ``capacity`` positions per net), reports top-1/5/10
+    move-prediction accuracy and the value loss on the held-out games, then
+    plays the student (with search) against the mentor. The stage stops when the
+    student scores at least ``target_score``, or after ``rounds`` rounds.
+    """
+
+    level: int = 2
+    """Mentor level (0..3) that plays the games and is the opponent to beat."""
+    num_games: int = 256
+    opening_plies: int = 4
+    """Random central moves opening every game, so the mentor's games differ."""
+    held_out: float = 0.1
+    """Fraction of each round's games kept out of training (split by game)."""
+    rounds: int = 4
+    steps_per_round: int = 500
+    capacity: int = 100_000
+    eval_games: int = 20
+    eval_simulations: int = 64
+    target_score: float = 0.75
+    """Stop once the student's score against the mentor reaches this (1.0: never stop
+    early)."""
+
+    def __post_init__(self):
+        _check(_is_int(self.level) and 0 <= self.level <= 3, "imitate.level",
+               "must be a mentor level in 0..3", self.level)
+        for name in ("num_games", "rounds", "capacity", "eval_simulations"):
+            v = getattr(self, name)
+            _check(_is_int(v) and v >= 1, f"imitate.{name}", "must be a positive integer", v)
+        _check(self.num_games >= 2, "imitate.num_games", "must be >= 2", self.num_games)
+        _check(_is_int(self.opening_plies) and self.opening_plies >= 0,
+               "imitate.opening_plies", "must be >= 0", self.opening_plies)
+        _check(_is_num(self.held_out) and 0 < self.held_out < 1, "imitate.held_out",
+               "must be a fraction in (0, 1)", self.held_out)
+        _check(_is_int(self.steps_per_round) and self.steps_per_round >= 0,
+               "imitate.steps_per_round", "must be >= 0", self.steps_per_round)
+        _check(_is_int(self.eval_games) and self.eval_games >= 0 and self.eval_games % 2 == 0,
+               "imitate.eval_games", "must be an even integer >= 0 (0: no match)",
+               self.eval_games)
+        _check(_is_num(self.target_score) and 0 <= self.target_score <= 1,
+               "imitate.target_score", "must be in [0, 1]", self.target_score)
+
+
+@dataclass(frozen=True)
+class CurriculumConfig:
+    """The stages ``python -m experiments.curriculum`` runs, in order."""
+
+    stages: tuple[str, ...] = STAGES
+    """Any of basic, imitate, selfplay, each at most once, in any order."""
+
+    def __post_init__(self):
+        stages = self.stages
+        if isinstance(stages, str):
+            stages = tuple(s.strip() for s in stages.split(",") if s.strip())
+        _check(isinstance(stages, (list, tuple)) and len(stages) >= 1, "curriculum.stages",
+               f"must be a non-empty list of {STAGES}", self.stages)
+        for s in stages:
+            _check(s in STAGES, "curriculum.stages", f"has an unknown stage {s!r}; the "
+                   f"stages are {', '.join(STAGES)}", self.stages)
+        _check(len(set(stages)) == len(stages), "curriculum.stages",
+               "must not repeat a stage", self.stages)
+        object.__setattr__(self, "stages", tuple(stages))
+
+
 @dataclass(frozen=True)
 class Config:
     """One run of self-play reinforcement learning."""
@@ -254,6 +347,9 @@ class Config:
     gating: GatingConfig = field(default_factory=GatingConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    basic: BasicConfig = field(default_factory=BasicConfig)
+    imitate: ImitateConfig = field(default_factory=ImitateConfig)
+    curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
 
     def __post_init__(self):
         _check(_is_int(self.seed) and self.seed >= 0, "seed", "must be a non-negative integer",
@@ -322,6 +418,9 @@ _SECTIONS = {
     "gating": GatingConfig,
     "eval": EvalConfig,
     "parallel": ParallelConfig,
+    "basic": BasicConfig,
+    "imitate": ImitateConfig,
+    "curriculum": CurriculumConfig,
 }
 
 
@@ -337,6 +436,10 @@ PRESETS: dict[str, Config] = {
         train=TrainConfig(batch_size=32, steps_per_iteration=4, min_replay=32),
         gating=GatingConfig(num_games=4, num_simulations=8),
         eval=EvalConfig(every=0, num_games=4, num_simulations=8),
+        basic=BasicConfig(num_positions=256, held_out=64, steps=4),
+        imitate=ImitateConfig(level=0, num_games=8, opening_plies=2, rounds=2,
+                              steps_per_round=4, capacity=2048, eval_games=2,
+                              eval_simulations=4),
     ),
     # The default of `make selfplay`: the paper's net and Double Networks on a
     # 9x9 board, with Gumbel search (its improved-policy targets need far fewer
@@ -352,6 +455,24 @@ PRESETS: dict[str, Config] = {
                           learning_rate=2e-2),
         gating=GatingConfig(num_games=16, num_simulations=16),
         eval=EvalConfig(every=10, num_games=100, num_simulations=16),
+    ),
+    # The whole curriculum on the paper's 15x15 board and net, sized for 2 CPU
+    # cores (the shipped models/default): `python -m experiments.curriculum`.
+    "curriculum": Config(
+        iterations=6,
+        game=GameConfig(size=15),
+        net=NetConfig(filters=32, blocks=2, double=True),
+        search=SearchConfig(algorithm="gumbel", num_simulations=16),
+        selfplay=SelfPlayConfig(num_games=64),
+        replay=ReplayConfig(capacity=50_000),
+        train=TrainConfig(batch_size=256, steps_per_iteration=60, min_replay=256,
+                          learning_rate=2e-2),
+        gating=GatingConfig(num_games=16, num_simulations=16),
+        eval=EvalConfig(every=3, num_games=50, num_simulations=16),
+        basic=BasicConfig(num_positions=80_000, held_out=2_000, steps=600),
+        imitate=ImitateConfig(level=2, num_games=256, opening_plies=4, rounds=3,
+                              steps_per_round=600, capacity=100_000, eval_games=20,
+                              eval_simulations=64, target_score=0.75),
     ),
     # The paper's settings (Section III/IV; original code's hyper-parameters).
     "paper": Config(

@@ -1,0 +1,22 @@
+"""Test-session setup: one persistent XLA compilation cache for every test and worker.
+
+Many tests build the same small nets and jitted phases (in new closures, so
+jit's in-memory cache misses); with a persistent cache keyed by the compiled
+program, a program compiled once in a session, by either xdist worker, is
+loaded instead of compiled again. It lives in ``.cache/jax-tests`` (git-ignored;
+``AGZ_JAX_TEST_CACHE`` moves it, ``AGZ_JAX_NO_CACHE=1`` turns it off). A fresh
+clone starts with it empty, so CI compiles everything at least once.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jax
+
+if not os.environ.get("AGZ_JAX_NO_CACHE"):
+    _cache = os.environ.get("AGZ_JAX_TEST_CACHE",
+                            str(Path(__file__).resolve().parents[1] / ".cache" / "jax-tests"))
+    jax.config.update("jax_compilation_cache_dir", _cache)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
