@@ -459,7 +459,7 @@ PRESETS: dict[str, Config] = {
     # The whole curriculum on the paper's 15x15 board and net, sized for 2 CPU
     # cores (the shipped models/default): `python -m experiments.curriculum`.
     "curriculum": Config(
-        iterations=6,
+        iterations=5,
         game=GameConfig(size=15),
         net=NetConfig(filters=32, blocks=2, double=True),
         search=SearchConfig(algorithm="gumbel", num_simulations=16),
@@ -469,9 +469,9 @@ PRESETS: dict[str, Config] = {
                           learning_rate=2e-2),
         gating=GatingConfig(num_games=16, num_simulations=16),
         eval=EvalConfig(every=3, num_games=50, num_simulations=16),
-        basic=BasicConfig(num_positions=80_000, held_out=2_000, steps=600),
-        imitate=ImitateConfig(level=2, num_games=256, opening_plies=4, rounds=3,
-                              steps_per_round=600, capacity=100_000, eval_games=20,
+        basic=BasicConfig(num_positions=80_000, held_out=2_000, steps=400),
+        imitate=ImitateConfig(level=2, num_games=256, opening_plies=4, rounds=2,
+                              steps_per_round=500, capacity=100_000, eval_games=20,
                               eval_simulations=64, target_score=0.75),
     ),
     # The paper's settings (Section III/IV; original code's hyper-parameters).
