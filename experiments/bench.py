@@ -318,6 +318,30 @@ def bench_baseline(nets, variables, positions, args, budget: float) -> dict:
             "baseline_games": len(games), "baseline_moves": moves, "baseline_s": seconds}
 
 
+def bench_mentor(rules: Rules, games: int, levels, seed: int) -> dict:
+    """Mentor-vs-mentor games in one jitted batch (play_match), per level."""
+    from agz_jax import arena
+    from agz_jax.mentor import Mentor
+
+    out = {}
+    for level in levels:
+        mentor = Mentor(rules, level)
+        match = jax.jit(lambda key, m=mentor: arena.play_match(rules, m.act, m.act, key, games,
+                                                                 2))
+        log(f"mentor level {level}: {games} games against itself")
+        t0 = time.perf_counter()
+        jax.block_until_ready(match(jax.random.PRNGKey(seed)))
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        result = jax.block_until_ready(match(jax.random.PRNGKey(seed + 1)))
+        wall = time.perf_counter() - t0
+        moves = int(np.sum(np.asarray(result.length)))
+        out[str(level)] = {"games_per_s": games / wall, "moves_per_s": moves / wall,
+                           "mean_length": moves / games, "seconds": wall,
+                           "compile_s": max(first - wall, 0.0)}
+    return out
+
+
 def matmul_gflops(n: int, repeats: int) -> float:
     a = jax.random.normal(jax.random.PRNGKey(0), (n, n), jnp.float32)
     b = jax.random.normal(jax.random.PRNGKey(1), (n, n), jnp.float32)
@@ -386,6 +410,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--baseline-seconds", type=float, default=None,
                    help="NumPy baseline time per mode (14)")
     p.add_argument("--matmul", type=int, default=None, help="matmul side (2048)")
+    p.add_argument("--mentor-games", type=int, default=None,
+                   help="games in the mentor's batch, per level (16)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true",
                    help="9x9, 8 games, 8 sims, small everything (defaults for unset flags)")
@@ -396,9 +422,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--devices-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     full = dict(games=64, sims=64, size=15, moves=4, train_batch=512, train_steps=3,
-                baseline_seconds=14.0, matmul=2048)
+                baseline_seconds=14.0, matmul=2048, mentor_games=16)
     quick = dict(games=8, sims=8, size=9, moves=2, train_batch=64, train_steps=2,
-                 baseline_seconds=0.5, matmul=512)
+                 baseline_seconds=0.5, matmul=512, mentor_games=2)
     full["devices"], quick["devices"] = "1,4", ""
     for k, v in (quick if args.quick else full).items():
         if getattr(args, k) is None:
@@ -409,7 +435,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     except (ValueError, AssertionError):
         p.error(f"--devices must be counts >= 1 that divide --games {args.games}, "
                 f"got {args.devices!r}")
-    for k in ("games", "sims", "moves", "train_batch", "train_steps", "matmul"):
+    for k in ("games", "sims", "moves", "train_batch", "train_steps", "matmul", "mentor_games"):
         if getattr(args, k) < 1:
             p.error(f"--{k.replace('_', '-')} must be >= 1")
     Rules(args.size)  # validates the size
@@ -467,6 +493,8 @@ def run(args: argparse.Namespace, command: str) -> dict:
 
     if args.devices:
         results["devices"] = bench_devices(args)
+    levels = (0, 1) if args.quick else (0, 1, 2, 3)
+    results["mentor"] = bench_mentor(rules, args.mentor_games, levels, args.seed)
 
     return {
         "command": command,
@@ -546,6 +574,7 @@ def table(report: dict) -> str:
         "search overhead = (time per move) / ((sims + 1) x time of one batched evaluation).",
         "Timings are the best of a few runs, compile excluded; the machine may be shared.",
         *devices_lines(res.get("devices", {}), c),
+        *mentor_lines(res.get("mentor", {})),
         f"total bench time {report['total_s']:.0f} s",
     ]
     return "\n".join(lines)
@@ -560,6 +589,17 @@ def devices_lines(devices: dict, c: dict) -> list[str]:
         lines.append(f"  {n} device(s), {d['games_per_device']} games each: "
                      f"{d['sims_per_s']:>10,.0f} simulations/s "
                      f"(compile {d['selfplay_compile_s']:.1f} s)")
+    return [*lines, ""]
+
+
+def mentor_lines(mentor: dict) -> list[str]:
+    if not mentor:
+        return []
+    lines = ["Mentor (agz_jax.mentor) playing itself, one jitted batch per level:"]
+    for level, m in mentor.items():
+        lines.append(f"  level {level}: {m['games_per_s']:>8.2f} games/s, "
+                     f"{m['moves_per_s']:>8.1f} moves/s (mean length {m['mean_length']:.1f}, "
+                     f"compile {m['compile_s']:.1f} s)")
     return [*lines, ""]
 
 

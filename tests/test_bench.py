@@ -43,6 +43,7 @@ RESULT_KEYS = (
     *(f"double_strategies.{k}_evals_per_s"
       for k in ("evaluate", "vmap", "gather", "sequential", "single_net")),
     "matmul.gflops",
+    "mentor.0.games_per_s", "mentor.0.moves_per_s", "mentor.1.games_per_s",
 )
 
 
