@@ -43,7 +43,6 @@ def test_mismatched_variables_are_refused(tmp_path):
         models.load(tmp_path / "m")
 
 
-@pytest.mark.skipif("default" not in models.available(), reason="no models/default")
 def test_the_shipped_model():
     """models/default: small, the paper's board, loadable by name, and it plays."""
     path = models.models_dir() / "default"
