@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             if selfplay.parse(flags)[1] != r.config:
                 raise ConfigError(f"flags {shlex.join(flags)} do not give the config of {r.label}")
             done = sweep.read_record(r.dir(args.out))
-            if done is not None and done["config"] != r.config.to_dict():
+            # compare configs, not their JSON (which turns tuples into lists)
+            if done is not None and type(r.config).from_dict(done["config"]) != r.config:
                 field = selfplay.dataclasses_differ(
                     r.config, type(r.config).from_dict(done["config"]))
                 raise ConfigError(f"{r.dir(args.out)} was run with another {field}; "
