@@ -58,7 +58,7 @@ import numpy as np
 
 from agz_jax import baseline, replay
 from agz_jax.config import SearchConfig, SelfPlayConfig, TrainConfig
-from agz_jax.gomoku import Rules, State
+from agz_jax.gomoku import Rules, State, played_at_from_last
 from agz_jax.networks import Networks, PolicyValueNet, flops_per_position
 from agz_jax.search import run_search, select_move, temperature
 from agz_jax.train import init_train_state, make_train_step
@@ -136,6 +136,9 @@ def to_state(positions: list[baseline.Position]) -> State:
         winner=i32([p.winner for p in positions]),
         done=jnp.asarray(np.array([p.done for p in positions])),
         illegal=jnp.zeros(len(positions), bool),
+        played_at=jnp.stack([played_at_from_last(p.board.size, p.last_action, p.num_moves)
+                             for p in positions]),
+        rank=jnp.zeros(len(positions), jnp.int32),
     )
 
 
@@ -252,7 +255,7 @@ def bench_search(rules, nets, variables, states, args, repeats: int, reps: int) 
     """
     cfg = SearchConfig(num_simulations=args.sims)
     key = jax.random.PRNGKey(args.seed)
-    obs = jax.vmap(rules.observe)(states)
+    obs = nets.observe(rules, states)
     play, compile_s = compile_timed(make_moves(rules, nets, cfg, args.moves), variables, key,
                                     states)
     fwd, _ = compile_timed(repeated(nets.evaluate, reps), variables, obs, states.to_play)
@@ -452,8 +455,10 @@ def run(args: argparse.Namespace, command: str) -> dict:
     positions = midgame_positions(args.size, args.games, stones, args.seed)
     states = to_state(positions)
     mixed = to_state(midgame_positions(args.size, args.games, stones, args.seed + 1, mixed=True))
-    mixed_obs = jax.vmap(rules.observe)(mixed)
-    flops = flops_per_position(args.size, module.filters, module.blocks, 3, module.value_hidden)
+    single = Networks(module, num_nets=1)
+    mixed_obs = single.observe(rules, mixed)
+    flops = flops_per_position(args.size, module.filters, module.blocks, single.obs_channels,
+                               module.value_hidden)
     repeats = 2  # timed runs of each (plus one more of the net alone)
     reps = max(4, min(64, 1024 // args.games))  # evaluations per timed forward call
 

@@ -24,7 +24,7 @@ import pytest
 
 from agz_jax import baseline
 from agz_jax.config import SearchConfig
-from agz_jax.gomoku import Rules, State
+from agz_jax.gomoku import Rules, State, played_at_from_last
 from agz_jax.networks import Networks, PolicyValueNet
 from agz_jax.search import run_search
 
@@ -114,7 +114,9 @@ def test_rules_agree_with_jax():
     for pos in [one_move_win(), *random_positions(6, 1)]:
         state = State(jnp.asarray(pos.board), jnp.int32(pos.to_play),
                       jnp.int32(pos.last_action), jnp.int32(pos.num_moves),
-                      jnp.int32(pos.winner), jnp.bool_(pos.done), jnp.bool_(False))
+                      jnp.int32(pos.winner), jnp.bool_(pos.done), jnp.bool_(False),
+                      played_at_from_last(SIZE * SIZE, pos.last_action, pos.num_moves),
+                      jnp.int32(0))
         np.testing.assert_array_equal(np.asarray(observe(state)), pos.observe())
         np.testing.assert_array_equal(np.asarray(legal_mask(state)), pos.legal())
         for a in np.flatnonzero(pos.legal())[:10]:
@@ -158,6 +160,9 @@ def test_baseline_visit_counts_equal_mctx(nets, variables):
         winner=jnp.asarray([p.winner for p in positions], jnp.int32),
         done=jnp.asarray([p.done for p in positions]),
         illegal=jnp.zeros(len(positions), bool),
+        played_at=jnp.stack([played_at_from_last(SIZE * SIZE, p.last_action, p.num_moves)
+                             for p in positions]),
+        rank=jnp.zeros(len(positions), jnp.int32),
     )
     cfg = SearchConfig(num_simulations=48, c_puct=5.0, qtransform="raw")
     search = jax.jit(functools.partial(run_search, cfg, Rules(SIZE), nets, GAMMA))

@@ -200,6 +200,8 @@ def initial_state(size: int) -> State:
         winner=np.int32(-1),
         done=np.bool_(False),
         illegal=np.bool_(False),
+        played_at=np.full(size * size, -1, np.int16),
+        rank=np.int32(0),
     )
 
 
@@ -230,7 +232,7 @@ def run_batched(size: int, games: list[list[int]]):
 def describe(size, rule, actions, ply, board):
     return (
         f"size={size} rule={rule} ply={ply} actions={actions[:ply]}\n"
-        + to_text(Rules(size, rule), State(board, *([0] * 6)))
+        + to_text(Rules(size, rule), State(board, *([0] * 8)))
     )
 
 

@@ -1,4 +1,5 @@
-"""PolicyValueNet shapes and parameter count, Double Networks dispatch, BatchNorm modes."""
+"""PolicyValueNet shapes and parameter count, Double Networks dispatch, BatchNorm modes,
+and Maddison et al.'s options: weight symmetry, position biases, colour heads, ranks."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax.networks import Networks, PolicyValueNet
+from agz_jax import features, symmetry
+from agz_jax.config import FeaturesConfig
+from agz_jax.gomoku import Rules
+from agz_jax.networks import BoardConv, Networks, PolicyValueNet, symmetrise
+from agz_jax.search import make_recurrent_fn
 
 SMALL = PolicyValueNet(board_size=5, filters=4, blocks=1)
 BATCH = 6
@@ -204,3 +209,151 @@ def test_batchnorm_inference_is_per_position():
     np.testing.assert_allclose(value_a[0], value_b[0], rtol=1e-5, atol=1e-6)
     # And the rest of the batch does differ, so this is not vacuous.
     assert np.abs(np.asarray(logits_a[1:] - logits_b[1:])).max() > 1e-3
+
+
+# -- Maddison et al.'s options: weight symmetry, position biases, colour heads, ranks --------
+
+def option_net(channels=3, **options):
+    """A tiny net with ``options`` and synthetic variables of one net (no init compile)."""
+    net = PolicyValueNet(board_size=5, filters=4, blocks=1, value_hidden=4, **options)
+    obs = jax.ShapeDtypeStruct((1, 5, 5, channels), jnp.float32)
+    shapes = jax.eval_shape(functools.partial(net.init, train=False, to_play=jnp.zeros(1, int)),
+                            jax.random.key(0), obs)
+    return net, synthetic_variables(shapes, seed=7)
+
+
+@functools.cache
+def all_symmetries_apply(symmetric: bool):
+    """jit: (variables, obs [B,H,W,C]) -> outputs on the 8 maps of obs, [8, B, ...]."""
+    net, variables = option_net(symmetric=symmetric)
+
+    def run(variables, obs):
+        mapped = jnp.stack([symmetry.transform_planes(obs, g) for g in range(8)])
+        logits, value = net.apply(variables, mapped.reshape(-1, *obs.shape[1:]))
+        return logits.reshape(8, obs.shape[0], -1), value.reshape(8, -1)
+
+    return jax.jit(run), variables
+
+
+def equivariance_error(symmetric: bool) -> tuple[float, float]:
+    """max |policy(g x) - g policy(x)| and max |value(g x) - value(x)| over the 8 maps."""
+    run, variables = all_symmetries_apply(symmetric)
+    logits, value = jax.device_get(run(variables, random_obs(11, BATCH, 5)))
+    want = np.stack([np.asarray(symmetry.transform_policy(logits[0], g, 5)) for g in range(8)])
+    return float(np.abs(logits - want).max()), float(np.abs(value - value[0]).max())
+
+
+def test_symmetric_filters_make_the_net_exactly_equivariant():
+    policy_err, value_err = equivariance_error(symmetric=True)
+    assert policy_err < 1e-5 and value_err < 1e-6, (policy_err, value_err)
+
+
+def test_a_net_without_weight_symmetry_is_not_equivariant():
+    policy_err, value_err = equivariance_error(symmetric=False)
+    assert policy_err > 1e-2 and value_err > 1e-4, (policy_err, value_err)
+
+
+def test_symmetrised_kernel_is_invariant_and_a_projection():
+    k = np.random.default_rng(0).normal(size=(3, 3, 2, 5)).astype(np.float32)
+    s = np.asarray(symmetrise(k))
+    for g in range(8):
+        mapped = np.rot90(s, g % 4, axes=(0, 1))
+        mapped = np.flip(mapped, axis=1) if g >= 4 else mapped
+        np.testing.assert_allclose(mapped, s, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(symmetrise(s)), s, atol=1e-6)
+    assert np.abs(s - k).max() > 0.1
+
+
+def test_a_position_bias_moves_its_own_point_only():
+    conv = BoardConv(filters=2, kernel_size=3, position_bias=True)
+    x = jnp.asarray(random_obs(3, 2, 5))
+    variables = conv.init(jax.random.key(0), x)
+    assert variables["params"]["position_bias"].shape == (5, 5, 2)
+    bumped = jax.tree.map(lambda v: v, variables)
+    bumped["params"]["position_bias"] = variables["params"]["position_bias"].at[1, 3, 0].add(0.5)
+    apply = jax.jit(conv.apply)
+    diff = np.asarray(apply(bumped, x) - apply(variables, x))
+    want = np.zeros_like(diff)
+    want[:, 1, 3, 0] = 0.5
+    np.testing.assert_allclose(diff, want, atol=1e-6)
+
+
+def test_position_biases_are_in_every_conv_layer_and_reach_the_policy():
+    net, variables = option_net(position_bias=True)
+    biased = [jax.tree_util.keystr(p) for p, _ in
+              jax.tree_util.tree_leaves_with_path(variables["params"])
+              if "position_bias" in jax.tree_util.keystr(p)]
+    assert len(biased) == 5, biased  # stem, 2 in the block, policy and value convs
+    obs = random_obs(4, BATCH, 5)
+    apply = jax.jit(net.apply)
+    logits, value = apply(variables, obs)
+    params = variables["params"]
+    stem = params["BoardConv_0"]["position_bias"]
+    bumped = {**variables, "params": {**params, "BoardConv_0": {
+        **params["BoardConv_0"], "position_bias": jnp.asarray(stem).at[2, 2].add(1.0)}}}
+    logits_b, value_b = apply(bumped, obs)
+    assert np.abs(np.asarray(logits_b - logits)).max() > 1e-3
+    # Biases tied to points break the symmetric net's equivariance (documented).
+    sym, sym_vars = option_net(symmetric=True, position_bias=True)
+    x = jnp.asarray(obs)
+    both = jax.jit(sym.apply)(sym_vars, jnp.concatenate([x, symmetry.transform_planes(x, 1)]))
+    got = np.asarray(both[0][BATCH:])
+    want = np.asarray(symmetry.transform_policy(both[0][:BATCH], 1, 5))
+    assert np.abs(got - want).max() > 1e-3
+
+
+def test_colour_heads_pick_the_head_of_the_colour_to_move():
+    net, variables = option_net(colour_heads=True)
+    nets = Networks(net, num_nets=1)
+    stacked = jax.tree.map(lambda v: v[None], variables)
+    obs = random_obs(8, BATCH, 5)
+    to_play = np.array([0, 1, 1, 0, 1, 0], np.int32)
+    logits, value = jax.jit(nets.evaluate)(stacked, obs, to_play)
+    apply = jax.jit(net.apply)
+    black = apply(variables, obs, to_play=np.zeros(BATCH, np.int32))
+    white = apply(variables, obs, to_play=np.ones(BATCH, np.int32))
+    assert np.abs(np.asarray(black[0] - white[0])).min(axis=-1).max() > 1e-4  # heads differ
+    for i, c in enumerate(to_play):
+        pick = white if c else black
+        np.testing.assert_allclose(logits[i], pick[0][i], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(value[i], pick[1][i], rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="to_play"):
+        jax.eval_shape(net.apply, variables, obs)
+    with pytest.raises(ValueError, match="colour_heads"):
+        Networks(net, num_nets=2)
+
+
+def test_rank_planes_reach_the_net_and_the_leaves_of_a_search():
+    """The rank set on the roots reaches every node the search's recurrent function
+    expands, and changes what the net says there."""
+    rules = Rules(5)
+    feats = FeaturesConfig(ranks=2)
+    net, variables = option_net(channels=feats.channels)
+    nets = Networks(net, num_nets=1, features=feats)
+    stacked = jax.tree.map(lambda v: v[None], variables)
+    recurrent_fn = make_recurrent_fn(rules, nets, gamma=0.95)
+
+    @jax.jit
+    def expand(rank):
+        roots = features.with_rank(jax.tree.map(lambda x: jnp.stack([x, x]), rules.init()), rank)
+        out, children = recurrent_fn(stacked, jax.random.key(0), jnp.array([12, 6]), roots)
+        obs = nets.observe(rules, children)
+        return out, children, obs, nets.evaluate(stacked, obs, children.to_play)
+
+    values = []
+    for rank in (0, 1):
+        out, children, obs, (_, value) = jax.device_get(expand(rank))
+        assert children.rank.tolist() == [rank, rank]
+        assert (obs[..., 3 + rank] == 1).all() and (obs[..., 4 - rank] == 0).all()
+        np.testing.assert_allclose(out.value, value, rtol=1e-5, atol=1e-6)
+        values.append(out.value)
+    # (These synthetic weights leave the policy head's ReLUs dead; the value reads
+    # the rank.)
+    assert np.abs(values[0] - values[1]).max() > 1e-3
+
+
+def test_init_is_compiled_once_per_networks():
+    nets = Networks(SMALL, num_nets=2)
+    assert nets._jitted_init is nets._jitted_init  # compiled once per Networks
+    assert nets.obs_channels == 3 and nets.num_rings == 2
+    assert Networks(SMALL, num_nets=1).num_rings == 1

@@ -24,7 +24,7 @@ import pytest
 
 from agz_jax import search
 from agz_jax.config import SearchConfig, SelfPlayConfig
-from agz_jax.gomoku import BLACK, WHITE, Rules, State
+from agz_jax.gomoku import BLACK, WHITE, Rules, State, played_at_from_last
 from agz_jax.networks import Networks, PolicyValueNet
 
 SIZE = 7
@@ -60,6 +60,8 @@ def state_of(text: str) -> State:
         winner=jnp.int32(-1),
         done=jnp.bool_(False),
         illegal=jnp.bool_(False),
+        played_at=played_at_from_last(SIZE * SIZE, -1, nx + no),
+        rank=jnp.int32(0),
     )
 
 

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from agz_jax import features
 from agz_jax.config import SearchConfig, SelfPlayConfig
 from agz_jax.gomoku import Rules, State
 from agz_jax.networks import Networks
@@ -47,11 +48,17 @@ def random_player(rules: Rules) -> Player:
 
 def mcts_player(rules: Rules, nets: Networks, search_cfg: SearchConfig, gamma: float,
                 variables, num_simulations: int,
-                move_cfg: SelfPlayConfig | None = None) -> Player:
-    """Search without root noise; the move by ``move_cfg``'s policy (argmax if None)."""
+                move_cfg: SelfPlayConfig | None = None, rank=None) -> Player:
+    """Search without root noise; the move by ``move_cfg``'s policy (argmax if None).
+
+    ``rank`` (an int or int32[], for nets with rank planes) asks the nets to play
+    at that strength: the roots get it, so every node of the tree does; None
+    keeps the states' own rank.
+    """
     move_cfg = move_cfg or SelfPlayConfig(move_policy="deterministic")
 
     def act(key, states):
+        states = states if rank is None else features.with_rank(states, rank)
         k_search, k_move = jax.random.split(key)
         out = run_search(search_cfg, rules, nets, gamma, variables, k_search, states,
                          num_simulations=num_simulations, explore=False)
@@ -65,12 +72,14 @@ def mcts_player(rules: Rules, nets: Networks, search_cfg: SearchConfig, gamma: f
     return act
 
 
-def policy_player(rules: Rules, nets: Networks, variables) -> Player:
-    """The raw network, argmax over legal moves, no search."""
+def policy_player(rules: Rules, nets: Networks, variables, rank=None) -> Player:
+    """The raw network, argmax over legal moves, no search; ``rank`` as in
+    ``mcts_player``."""
 
     def act(key, states):
         del key
-        obs = jax.vmap(rules.observe)(states)
+        states = states if rank is None else features.with_rank(states, rank)
+        obs = nets.observe(rules, states)
         logits, _ = nets.evaluate(variables, obs, states.to_play)
         legal = jax.vmap(rules.legal_mask)(states)
         return jnp.argmax(jnp.where(legal, logits, -jnp.inf), axis=-1).astype(jnp.int32)

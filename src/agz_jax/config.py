@@ -49,14 +49,54 @@ class GameConfig:
 
 
 @dataclass(frozen=True)
+class FeaturesConfig:
+    """Input planes of the nets (``agz_jax.features``): the paper's [X, Y, L], then
+    Maddison et al.'s optional extras (Table 1), in this order. All off: the
+    observation is exactly the paper's 3 planes."""
+
+    history: int = 0
+    """"Turns since": planes marking the stones played 1, 2, ..., k plies ago."""
+    colour: bool = False
+    """A plane of ones when black is to move (zeros for white)."""
+    constant: bool = False
+    """A plane of ones, so that the net sees the board edge through zero padding."""
+    ranks: int = 0
+    """Rank conditioning: k one-hot planes of the strength (``State.rank``) of the
+    player whose move is predicted."""
+
+    def __post_init__(self):
+        _check(_is_int(self.history) and self.history >= 0, "features.history",
+               "must be an integer >= 0", self.history)
+        _check(isinstance(self.colour, bool), "features.colour", "must be a bool", self.colour)
+        _check(isinstance(self.constant, bool), "features.constant", "must be a bool",
+               self.constant)
+        _check(_is_int(self.ranks) and self.ranks >= 0, "features.ranks",
+               "must be an integer >= 0", self.ranks)
+
+    @property
+    def channels(self) -> int:
+        """Planes of an observation."""
+        return 3 + self.history + int(self.colour) + int(self.constant) + self.ranks
+
+
+@dataclass(frozen=True)
 class NetConfig:
-    """The policy-value net (paper Tables I-III) and Double Networks."""
+    """The policy-value net (paper Tables I-III), Double Networks, and Maddison et
+    al.'s architecture options (``agz_jax.networks``)."""
 
     filters: int = 32
     blocks: int = 2
     value_hidden: int = 32
     double: bool = True
     """Double Networks (paper III.B): a black net and a white net."""
+    position_bias: bool = False
+    """A learned bias per board point and channel in every conv layer."""
+    symmetric: bool = False
+    """Conv filters tied to be invariant under the 8 dihedral maps; the heads become
+    fully convolutional / globally pooled, so the net is exactly equivariant."""
+    colour_heads: bool = False
+    """One trunk with a black and a white head (Maddison's two softmaxes); an
+    alternative to ``double``."""
 
     def __post_init__(self):
         _check(_is_int(self.filters) and self.filters >= 1, "net.filters", "must be >= 1",
@@ -65,7 +105,12 @@ class NetConfig:
                self.blocks)
         _check(_is_int(self.value_hidden) and self.value_hidden >= 1, "net.value_hidden",
                "must be >= 1", self.value_hidden)
-        _check(isinstance(self.double, bool), "net.double", "must be a bool", self.double)
+        for name in ("double", "position_bias", "symmetric", "colour_heads"):
+            v = getattr(self, name)
+            _check(isinstance(v, bool), f"net.{name}", "must be a bool", v)
+        _check(not (self.colour_heads and self.double), "net.colour_heads",
+               "is an alternative to Double Networks: set net.double=false to use it",
+               self.colour_heads)
 
     @property
     def num_nets(self) -> int:
@@ -339,6 +384,7 @@ class Config:
     iterations: int = 100
     game: GameConfig = field(default_factory=GameConfig)
     net: NetConfig = field(default_factory=NetConfig)
+    features: FeaturesConfig = field(default_factory=FeaturesConfig)
     search: SearchConfig = field(default_factory=SearchConfig)
     decay: DecayConfig = field(default_factory=DecayConfig)
     selfplay: SelfPlayConfig = field(default_factory=SelfPlayConfig)
@@ -410,6 +456,7 @@ class Config:
 _SECTIONS = {
     "game": GameConfig,
     "net": NetConfig,
+    "features": FeaturesConfig,
     "search": SearchConfig,
     "decay": DecayConfig,
     "selfplay": SelfPlayConfig,

@@ -36,8 +36,8 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from agz_jax import search
-from agz_jax.gomoku import Rules, State, stone
+from agz_jax import features, search
+from agz_jax.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.models import Model
 
 DEFAULT_CHUNK = 16
@@ -97,20 +97,26 @@ def winning_line(rules: Rules, board, action: int) -> list[int]:
     return []
 
 
-def make_state(rules: Rules, board, to_play: int, last_action: int = -1) -> State:
+def make_state(rules: Rules, board, to_play: int, last_action: int = -1,
+               rank: int = 0) -> State:
     """A ``State`` for a position given as a board (int8[A], +1 black, -1 white).
 
     The caller vouches that the position is unfinished (see ``Engine.check_board``).
+    Of the stones' ages only the last move's is known (``played_at_from_last``);
+    ``rank`` is the strength the side to move is asked to play at (rank planes).
     """
     board = np.asarray(board, np.int8).reshape(rules.num_actions)
+    num_moves = int(np.count_nonzero(board))
     return State(
         board=jnp.asarray(board),
         to_play=jnp.int32(to_play),
         last_action=jnp.int32(last_action),
-        num_moves=jnp.int32(int(np.count_nonzero(board))),
+        num_moves=jnp.int32(num_moves),
         winner=jnp.int32(-1),
         done=jnp.bool_(False),
         illegal=jnp.bool_(False),
+        played_at=played_at_from_last(rules.num_actions, last_action, num_moves),
+        rank=jnp.int32(rank),
     )
 
 
@@ -146,10 +152,14 @@ class Engine:
       max_simulations: the tree's capacity; a search never runs more.
       chunk: simulations per jitted call (the clock is read between chunks).
       seed: PUCT's tie-break noise; the same seed and inputs give the same moves.
+      rank: for a model with rank planes (``features.ranks``), the strength to
+        play at; None keeps each position's own ``State.rank``. May be changed
+        between moves (``engine.rank = 3``): it is an input, not a compile-time
+        constant.
     """
 
     def __init__(self, model: Model, *, max_simulations: int = 1600,
-                 chunk: int = DEFAULT_CHUNK, seed: int = 0):
+                 chunk: int = DEFAULT_CHUNK, seed: int = 0, rank: int | None = None):
         if not isinstance(max_simulations, int) or max_simulations < 1:
             raise ValueError(f"max_simulations must be a positive integer, got {max_simulations!r}")
         if not isinstance(chunk, int) or chunk < 1:
@@ -159,6 +169,7 @@ class Engine:
         self.num_actions = model.rules.num_actions
         self.max_simulations = max_simulations
         self.chunk = min(chunk, max_simulations)
+        self.rank = rank
         self._key = jax.random.PRNGKey(seed)
         self._calls = 0
         self._compiled: _Compiled | None = None
@@ -286,6 +297,8 @@ class Engine:
         if blocks.any() and not wins.any():
             allowed = blocks
         states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
+        if self.rank is not None:
+            states = features.with_rank(states, self.rank)
         exact = _exact(rules)
         tree, prior = fns.start(self.variables, exact, states, jnp.asarray(~allowed)[None])
         prior = np.asarray(prior, np.float64)

@@ -48,6 +48,13 @@ class State(NamedTuple):
       done: bool[]; the game is over (win or full board).
       illegal: bool[]; an occupied or off-board action was forced through
         ``step``. The board is left unchanged; the flag stays set.
+      played_at: int16[A]; the ply (0-based move number) at which each stone
+        was placed, -1 for an empty point or a stone of unknown age (a position
+        set up from a board). The "turns since" features read it.
+      rank: int32[]; the strength the side to move is asked to play at (rank
+        conditioning, ``features.ranks``). The rules ignore it and ``step``
+        carries it unchanged, so every node of a search tree inherits its
+        root's rank.
     """
 
     board: jax.Array
@@ -57,6 +64,16 @@ class State(NamedTuple):
     winner: jax.Array
     done: jax.Array
     illegal: jax.Array
+    played_at: jax.Array
+    rank: jax.Array
+
+
+def played_at_from_last(num_actions: int, last_action, num_moves) -> jax.Array:
+    """int16[A] ``played_at`` of a position set up from a board: only the last
+    move's ply (``num_moves - 1``) is known, every other stone's age is not."""
+    points = jnp.arange(num_actions)
+    known = (points == last_action) & (jnp.asarray(last_action) >= 0)
+    return jnp.where(known, jnp.asarray(num_moves) - 1, -1).astype(jnp.int16)
 
 
 def stone(colour: jax.Array) -> jax.Array:
@@ -110,6 +127,8 @@ class Rules:
             winner=jnp.int32(-1),
             done=jnp.bool_(False),
             illegal=jnp.bool_(False),
+            played_at=jnp.full(self.num_actions, -1, jnp.int16),
+            rank=jnp.int32(0),
         )
 
     def legal_mask(self, state: State) -> jax.Array:
@@ -157,6 +176,10 @@ class Rules:
             winner=jnp.where(won, state.to_play, state.winner),
             done=state.done | won | (play & full),
             illegal=state.illegal | (~ok & ~state.done),
+            played_at=jnp.where(
+                play, state.played_at.at[safe].set(state.num_moves.astype(jnp.int16)),
+                state.played_at),
+            rank=state.rank,
         )
 
     def observe(self, state: State) -> jax.Array:

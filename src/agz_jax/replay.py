@@ -14,6 +14,8 @@ import jax
 import jax.numpy as jnp
 
 from agz_jax import symmetry
+from agz_jax.gomoku import Rules
+from agz_jax.networks import Networks
 from agz_jax.selfplay import Examples
 
 
@@ -44,6 +46,13 @@ def init(num_nets: int, capacity: int, obs_shape: tuple[int, ...], num_actions: 
         size=jnp.zeros(num_nets, jnp.int32),
         ptr=jnp.zeros(num_nets, jnp.int32),
     )
+
+
+def init_for(nets: Networks, rules: Rules, capacity: int) -> Buffer:
+    """An empty buffer for training ``nets``: one ring per colour when the nets
+    are split by colour (``nets.num_rings``), observations of their features."""
+    return init(nets.num_rings, capacity, (rules.size, rules.size, nets.obs_channels),
+                rules.num_actions)
 
 
 def add(buffer: Buffer, examples: Examples) -> Buffer:

@@ -63,9 +63,12 @@ class Components:
 
 
 def make_networks(config: Config) -> Networks:
-    module = PolicyValueNet(board_size=config.game.size, filters=config.net.filters,
-                            blocks=config.net.blocks, value_hidden=config.net.value_hidden)
-    return Networks(module, num_nets=config.net.num_nets)
+    net = config.net
+    module = PolicyValueNet(board_size=config.game.size, filters=net.filters,
+                            blocks=net.blocks, value_hidden=net.value_hidden,
+                            position_bias=net.position_bias, symmetric=net.symmetric,
+                            colour_heads=net.colour_heads)
+    return Networks(module, num_nets=net.num_nets, features=config.features)
 
 
 def build(config: Config) -> Components:
@@ -125,9 +128,7 @@ def init_state(comps: Components) -> RunState:
     key = jax.random.PRNGKey(config.seed)
     key, init_key = jax.random.split(key)
     train_state = jax.jit(lambda k: init_train_state(comps.nets, config.train, k))(init_key)
-    size = config.game.size
-    buffer = replay.init(comps.nets.num_nets, config.replay.capacity, (size, size, 3),
-                         comps.rules.num_actions)
+    buffer = replay.init_for(comps.nets, comps.rules, config.replay.capacity)
     state = RunState(jnp.int32(0), key, train_state, train_state.variables, buffer)
     return comps.sharder.replicate(state) if comps.sharder else state
 

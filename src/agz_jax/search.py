@@ -95,7 +95,7 @@ def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
 
 def make_root_fn(rules: Rules, nets: Networks):
     def root_fn(variables, states: State) -> mctx.RootFnOutput:
-        obs = jax.vmap(rules.observe)(states)
+        obs = nets.observe(rules, states)
         logits, value = nets.evaluate(variables, obs, states.to_play)
         legal = jax.vmap(rules.legal_mask)(states)
         return mctx.RootFnOutput(
@@ -109,7 +109,7 @@ def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float):
     def recurrent_fn(variables, key, action, states: State):
         del key
         children = jax.vmap(rules.step)(states, action)
-        obs = jax.vmap(rules.observe)(children)
+        obs = nets.observe(rules, children)
         logits, value = nets.evaluate(variables, obs, children.to_play)
         legal = jax.vmap(rules.legal_mask)(children)
         backup = winning_value_decay(states, children, value, gamma)

@@ -100,7 +100,7 @@ def make_selfplay(config: Config, rules: Rules, nets: Networks, shard=None):
                 states, key,
             )
             record = Trajectory(
-                obs=jax.vmap(rules.observe)(states).astype(jnp.int8),
+                obs=nets.observe(rules, states).astype(jnp.int8),
                 policy=policy,
                 action=jnp.where(active, action, -1),
                 to_play=states.to_play,

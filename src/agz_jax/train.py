@@ -6,7 +6,9 @@ loss = (z - v)^2 - pi^T log p + c ||theta||^2        (AlphaGo Zero, eq. 1)
 scales), as the original Keras code regularised them. Optimiser: SGD with
 (Nesterov) momentum. Variables and optimiser states are stacked ``[N, ...]``
 over the nets; each net is updated on its own batch, so the black net sees
-only the black batch and the white net only the white one.
+only the black batch and the white net only the white one. A net with colour
+heads (one net, replay split by colour) is updated once on the black and the
+white batch together, each position through the head of its colour.
 """
 
 from __future__ import annotations
@@ -60,36 +62,47 @@ def loss_terms(logits: jax.Array, value: jax.Array, policy: jax.Array, z: jax.Ar
 
 
 def make_loss_fn(nets: Networks, cfg: TrainConfig):
-    def loss_fn(params, batch_stats, obs, policy, z):
-        (logits, value), updates = nets.module.apply(
-            {"params": params, "batch_stats": batch_stats}, obs, train=True,
-            mutable=["batch_stats"],
-        )
+    def loss_fn(params, batch_stats, obs, policy, z, to_play=None):
+        (logits, value), new_stats = nets.apply_train(
+            {"params": params, "batch_stats": batch_stats}, obs, to_play)
         value_loss, policy_loss = loss_terms(logits, value, policy, z)
         l2 = l2_penalty(params)
         loss = value_loss + policy_loss + cfg.l2 * l2
         entropy = -jnp.mean(jnp.sum(jax.nn.softmax(logits) * jax.nn.log_softmax(logits), -1))
         metrics = {"loss": loss, "value_loss": value_loss, "policy_loss": policy_loss,
                    "l2": l2, "policy_entropy": entropy}
-        return loss, (updates["batch_stats"], metrics)
+        return loss, (new_stats, metrics)
 
     return loss_fn
 
 
 def make_train_step(nets: Networks, cfg: TrainConfig):
-    """Returns ``step(state, batch) -> (state, metrics)``; metrics per net [N]."""
+    """Returns ``step(state, batch) -> (state, metrics)``; metrics per net [N].
+
+    ``batch`` holds one part per replay ring (``nets.num_rings``): per net, or,
+    with colour heads, the black and the white positions of the one net.
+    """
     opt = make_optimizer(cfg)
     loss_fn = make_loss_fn(nets, cfg)
 
-    def one_net(variables, opt_state, obs, policy, z):
+    def one_net(variables, opt_state, obs, policy, z, to_play=None):
         grads, (batch_stats, metrics) = jax.grad(loss_fn, has_aux=True)(
-            variables["params"], variables["batch_stats"], obs, policy, z
+            variables["params"], variables["batch_stats"], obs, policy, z, to_play
         )
         updates, opt_state = opt.update(grads, opt_state, variables["params"])
         params = optax.apply_updates(variables["params"], updates)
         return {"params": params, "batch_stats": batch_stats}, opt_state, metrics
 
     def step(state: TrainState, batch: Batch):
+        if nets.num_rings > nets.num_nets:  # colour heads: both colours' rings, one net
+            joined = lambda x: x.reshape(1, -1, *x.shape[2:])
+            to_play = jnp.repeat(jnp.arange(nets.num_rings, dtype=jnp.int32),
+                                 batch.z.shape[1])
+            out = one_net(unstack(state.variables, 0), unstack(state.opt_state, 0),
+                          joined(batch.obs)[0], joined(batch.policy)[0], joined(batch.z)[0],
+                          to_play)
+            variables, opt_state, metrics = (stack([o]) for o in out)
+            return TrainState(variables, opt_state, state.step + 1), metrics
         # The nets are updated one after the other rather than under jax.vmap:
         # on XLA:CPU a vmapped (batched-weight) convolution is several times
         # slower than two plain ones (measured by `make bench`).

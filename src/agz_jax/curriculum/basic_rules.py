@@ -83,10 +83,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from agz_jax import features as features_lib
 from agz_jax import symmetry
+from agz_jax.config import FeaturesConfig, _is_int, _is_num
 from agz_jax.config import _check as config_check
-from agz_jax.config import _is_int, _is_num
-from agz_jax.gomoku import Rules, State, stone
+from agz_jax.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.selfplay import Examples
 
 KINDS = ("four_attack", "four_defence", "three_attack", "three_defence")
@@ -505,35 +506,42 @@ def _candidate(rules: Rules, cfg: BasicRulesConfig, kind, u):
     dr, dc = q // size - p // size, q % size - p % size
     direction = jnp.where(dr == 0, 0, jnp.where(dc == 0, 1, jnp.where(dr == dc, 2, 3)))
 
+    num_moves = jnp.sum(board != 0).astype(jnp.int32)
     state = State(
         board=symmetry.transform_policy(board, g, size),
         to_play=colour,
         last_action=moved[last],
-        num_moves=jnp.sum(board != 0).astype(jnp.int32),
+        num_moves=num_moves,
         winner=jnp.int32(-1),
         done=jnp.bool_(False),
         illegal=jnp.bool_(False),
+        played_at=played_at_from_last(a, moved[last], num_moves),
+        rank=jnp.int32(0),
     )
     policy = symmetry.transform_policy(policy, g, size)
     return state, policy, valid, g, direction.astype(jnp.int32)
 
 
 def generate_positions(rules: Rules, key: jax.Array, num_positions: int,
-                       cfg: BasicRulesConfig | None = None) -> Positions:
+                       cfg: BasicRulesConfig | None = None,
+                       features: FeaturesConfig | None = None) -> Positions:
     """``num_positions`` basic-rule positions, their states and how they were made.
 
-    Pure and deterministic in ``key``; jitted, with ``rules``, ``num_positions``
-    and ``cfg`` static (``None`` is the default config). Each kind gets
+    Pure and deterministic in ``key``; jitted, with ``rules``, ``num_positions``,
+    ``cfg`` and ``features`` static (``None`` is the default config; the
+    observations are ``features.observe``'s, rank 0, and of the stones' ages only
+    the last move's is known). Each kind gets
     ``oversample`` times its count in candidates and keeps its first valid
     ones; if too few are valid the rest have ``valid=False``. The kinds are
     then shuffled together.
     """
-    return _generate(rules, key, num_positions, BasicRulesConfig() if cfg is None else cfg)
+    return _generate(rules, key, num_positions, BasicRulesConfig() if cfg is None else cfg,
+                     features_lib.DEFAULT if features is None else features)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 2, 3))
+@functools.partial(jax.jit, static_argnums=(0, 2, 3, 4))
 def _generate(rules: Rules, key: jax.Array, num_positions: int,
-              cfg: BasicRulesConfig) -> Positions:
+              cfg: BasicRulesConfig, features: FeaturesConfig) -> Positions:
     wanted = cfg.counts(num_positions)
     per_kind = [math.ceil(n * cfg.oversample) for n in wanted]
     total = sum(per_kind)
@@ -559,7 +567,7 @@ def _generate(rules: Rules, key: jax.Array, num_positions: int,
     kind = jnp.asarray(kinds)[keep]
     z = jnp.where((kind == FOUR_ATTACK) | (kind == THREE_ATTACK), 1.0, 0.0).astype(jnp.float32)
     examples = Examples(
-        obs=jax.vmap(rules.observe)(state).astype(jnp.int8),
+        obs=features_lib.observe_batch(features, rules, state).astype(jnp.int8),
         policy=policy,
         z=z,
         to_play=state.to_play,
@@ -569,6 +577,7 @@ def _generate(rules: Rules, key: jax.Array, num_positions: int,
 
 
 def generate(rules: Rules, key: jax.Array, num_positions: int,
-             cfg: BasicRulesConfig | None = None) -> Examples:
+             cfg: BasicRulesConfig | None = None,
+             features: FeaturesConfig | None = None) -> Examples:
     """Stage 1's training examples [num_positions] (see ``generate_positions``)."""
-    return generate_positions(rules, key, num_positions, cfg).examples
+    return generate_positions(rules, key, num_positions, cfg, features).examples

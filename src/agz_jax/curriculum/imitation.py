@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 
 from agz_jax import arena
+from agz_jax import features as features_lib
+from agz_jax.config import FeaturesConfig
 from agz_jax.gomoku import Rules
 from agz_jax.mentor import Mentor
 from agz_jax.selfplay import Examples, decayed_z
@@ -40,24 +42,31 @@ class MentorGames(NamedTuple):
 
 
 def play_mentor_games(rules: Rules, level: int, key: jax.Array, num_games: int,
-                      opening_plies: int, gamma: float) -> MentorGames:
+                      opening_plies: int, gamma: float,
+                      features: FeaturesConfig = features_lib.DEFAULT) -> MentorGames:
     """``num_games`` mentor-vs-mentor games and their positions (jittable)."""
     mentor = Mentor(rules, level)
     result = arena.play_match(rules, mentor.act, mentor.act, key, num_games, opening_plies)
-    return games_to_examples(rules, result, opening_plies, gamma)
+    return games_to_examples(rules, result, opening_plies, gamma, features)
 
 
 def games_to_examples(rules: Rules, result: arena.MatchResult, skip_plies: int,
-                      gamma: float) -> MentorGames:
+                      gamma: float, features: FeaturesConfig = features_lib.DEFAULT,
+                      rank=0) -> MentorGames:
     """Replay a match's move lists into training positions, skipping the first
-    ``skip_plies`` moves of every game (random openings are not the mentor's)."""
+    ``skip_plies`` moves of every game (random openings are not the mentor's).
+
+    The observations are ``features``'; ``rank`` (an int, or int32[G] per game)
+    is the strength the rank planes give the players.
+    """
     moves = result.moves  # [T, G]
     num_plies, num_games = moves.shape
     states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
+    states = features_lib.with_rank(states, rank)
 
     def body(states, xs):
         ply, action = xs
-        obs = jax.vmap(rules.observe)(states).astype(jnp.int8)
+        obs = features_lib.observe_batch(features, rules, states).astype(jnp.int8)
         valid = (ply >= skip_plies) & (ply < result.length) & (action >= 0) & ~states.done
         record = (obs, states.to_play, valid)
         return jax.vmap(rules.step)(states, jnp.maximum(action, 0)), record

@@ -109,11 +109,11 @@ def basic_stage(config: Config, log: Log | None = None) -> Stage:
         k_gen, k_train = jax.random.split(key)
         t0 = time.perf_counter()
         # one call (one compilation) for the training and the held-out positions
-        everything = basic_rules.generate(rules, k_gen, cfg.num_positions + cfg.held_out)
+        everything = basic_rules.generate(rules, k_gen, cfg.num_positions + cfg.held_out,
+                                          features=config.features)
         examples = jax.tree.map(lambda x: x[:cfg.num_positions], everything)
         held = jax.device_get(jax.tree.map(lambda x: x[cfg.num_positions:], everything))
-        buffer = replay.init(comps.nets.num_nets, cfg.num_positions,
-                             (rules.size, rules.size, 3), rules.num_actions)
+        buffer = replay.init_for(comps.nets, rules, cfg.num_positions)
         buffer = add(buffer, examples)
         t_gen = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -164,7 +164,7 @@ def _imitate_fns(config: Config):
     @jax.jit
     def games(key):
         return imitation.play_mentor_games(rules, cfg.level, key, cfg.num_games,
-                                           cfg.opening_plies, gamma)
+                                           cfg.opening_plies, gamma, config.features)
 
     @jax.jit
     def match(variables, key):
@@ -185,8 +185,7 @@ def imitate_stage(config: Config, log: Log | None = None) -> Stage:
     games, match = _imitate_fns(config)
 
     def stage(state: TrainState, key: jax.Array):
-        buffer = replay.init(nets.num_nets, cfg.capacity, (rules.size, rules.size, 3),
-                             rules.num_actions)
+        buffer = replay.init_for(nets, rules, cfg.capacity)
         metrics: dict[str, float] = {}
         for r in range(cfg.rounds):
             k_games, k_split, k_train, k_eval = jax.random.split(jax.random.fold_in(key, r), 4)
