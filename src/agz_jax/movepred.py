@@ -1,0 +1,676 @@
+"""Supervised move prediction from game records (Maddison et al., ICLR 2015).
+
+A net learns to predict the moves of recorded games (and their results, with
+the value head), and is judged the way Maddison et al. judge theirs: top-n
+accuracy on held-out *games* (Section 5, Fig. 1), accuracy by move number, and
+the playing strength of the network alone (argmax of the policy, no search)
+against a fixed opponent (Section 5.1/5.2's "% wins").
+
+Data. ``Games`` holds whole games as move lists (host numpy, small enough to
+cache on disk), from
+
+* ``mentor_games``: the rule-based mentor playing itself, at one level or at
+  several (as many games at each); a game's moves carry its level's index as
+  their *rank* label;
+* ``psq_games``: a directory of ``.psq`` records (Gomocup games,
+  ``experiments.arena --out``, ``experiments.selfplay --save-games``).
+
+``positions(config, games)`` replays them into training positions with the
+config's input features (``agz_jax.features``, so one cached set of games
+serves every feature set of a grid) and the game's rank on the state, z the
+decayed result for the side to move (``decay.gamma``, as self-play labels its
+games): ``imitation.games_to_examples``, the curriculum's own replay.
+
+Training (``train``): the training games' positions go into a replay buffer
+(one ring per net with Double Networks, so each net learns its colour's
+moves) and are sampled uniformly with a random dihedral symmetry per example
+per step (``replay.sample``), through the curriculum's jitted SGD step
+(``curriculum.stages.sgd``): the policy target is one-hot on the move played.
+Whole games are held out (``supervised.split_by_game``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agz_jax import arena, records, replay, supervised
+from agz_jax.config import Config, ConfigError, _check, _is_int, _is_num
+from agz_jax.curriculum import imitation, stages
+from agz_jax.gomoku import Rules
+from agz_jax.mentor import MAX_LEVEL, Mentor
+from agz_jax.selfplay import Examples
+
+TOP_N = 10  # the accuracy curve's n = 1..TOP_N (Maddison et al., Fig. 1)
+
+
+def parse_opponent(text: str, name: str = "movepred.opponent") -> tuple[str, int | None]:
+    """``"random"`` -> ("random", None); ``"mentor:L"`` -> ("mentor", L)."""
+    kind, sep, rest = str(text).partition(":")
+    if kind == "random" and not sep:
+        return "random", None
+    if kind == "mentor" and rest.isdigit() and 0 <= int(rest) <= MAX_LEVEL:
+        return "mentor", int(rest)
+    raise ConfigError(f"{name} must be 'random' or 'mentor:LEVEL' with LEVEL in "
+                      f"0..{MAX_LEVEL}, got {text!r}")
+
+
+@dataclass(frozen=True)
+class MovePredConfig:
+    """Data, training budget and evaluation of one supervised move-prediction run
+    (the net, its features, the optimiser and the seed are the ``Config``'s)."""
+
+    records: str = ""
+    """A directory of ``.psq`` records to learn from; empty: mentor games."""
+    levels: tuple[int, ...] = (1,)
+    """Mentor levels playing the games (each level plays itself, equally often); a
+    move's rank label is its level's index in this list (0 = the weakest)."""
+    num_games: int = 512
+    """Mentor games in all (a multiple of 2 x the number of levels)."""
+    opening_plies: int = 2
+    """Random central moves opening every mentor game and arena game (not learnt)."""
+    data_seed: int = 0
+    """The mentor games are a function of this seed (the same for every grid point)."""
+    held_out: float = 0.1
+    """Fraction of the games held out (whole games)."""
+    steps: int = 1000
+    """SGD steps of ``train.batch_size`` positions per net."""
+    log_every: int = 0
+    """Held-out metrics every this many steps (0: at the end only)."""
+    arena_games: int = 100
+    """Games of the raw net against ``opponent`` (even; 0: no match)."""
+    opponent: str = "random"
+    """'random' or 'mentor:LEVEL'."""
+    move_bin: int = 10
+    """Width (in plies) of the bins of the accuracy by move number."""
+
+    def __post_init__(self):
+        levels = self.levels
+        if isinstance(levels, str):
+            try:
+                levels = tuple(int(x) for x in levels.split(",") if x.strip())
+            except ValueError:
+                levels = self.levels
+        if isinstance(levels, int) and not isinstance(levels, bool):
+            levels = (levels,)
+        _check(isinstance(levels, (list, tuple)) and len(levels) >= 1
+               and all(_is_int(v) and 0 <= v <= MAX_LEVEL for v in levels)
+               and list(levels) == sorted(set(levels)), "movepred.levels",
+               f"must be increasing, distinct mentor levels in 0..{MAX_LEVEL}", self.levels)
+        object.__setattr__(self, "levels", tuple(levels))
+        _check(isinstance(self.records, str), "movepred.records", "must be a path or ''",
+               self.records)
+        per = 2 * len(levels)
+        _check(_is_int(self.num_games) and self.num_games >= per
+               and self.num_games % per == 0, "movepred.num_games",
+               f"must be a positive multiple of {per} (2 x {len(levels)} levels)",
+               self.num_games)
+        for name in ("opening_plies", "data_seed", "steps", "log_every"):
+            v = getattr(self, name)
+            _check(_is_int(v) and v >= 0, f"movepred.{name}", "must be an integer >= 0", v)
+        _check(_is_num(self.held_out) and 0 < self.held_out < 1, "movepred.held_out",
+               "must be a fraction in (0, 1)", self.held_out)
+        _check(_is_int(self.arena_games) and self.arena_games >= 0
+               and self.arena_games % 2 == 0, "movepred.arena_games",
+               "must be an even integer >= 0 (0: no match)", self.arena_games)
+        parse_opponent(self.opponent)
+        _check(_is_int(self.move_bin) and self.move_bin >= 1, "movepred.move_bin",
+               "must be >= 1", self.move_bin)
+
+    @property
+    def data_fields(self) -> tuple[str, ...]:
+        """The fields that decide the games (shared by every point of a grid)."""
+        return ("records", "levels", "num_games", "opening_plies", "data_seed")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes) -> MovePredConfig:
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise ConfigError(f"unknown config field 'movepred.{sorted(unknown)[0]}'")
+        return dataclasses.replace(self, **changes)
+
+
+def check(config: Config, mp: MovePredConfig) -> None:
+    """What a run needs of the pair (ConfigError naming the field, before compiling)."""
+    ranks = config.features.ranks
+    if not mp.records:
+        _check(config.game.rule == "freestyle", "game.rule",
+               "must be freestyle for mentor games (the mentor knows freestyle only)",
+               config.game.rule)
+        _check(ranks in (0, len(mp.levels)), "features.ranks",
+               f"must be 0 or the number of movepred.levels ({len(mp.levels)}): a move's "
+               "rank is its mentor level's index", ranks)
+    else:
+        _check(ranks == 0, "features.ranks", "must be 0 with movepred.records (records "
+               "carry no rank labels)", ranks)
+    if mp.arena_games:
+        if parse_opponent(mp.opponent)[0] == "mentor":
+            _check(config.game.rule == "freestyle", "game.rule",
+                   "must be freestyle against the mentor", config.game.rule)
+    _check(mp.opening_plies <= config.game.size ** 2 // 2, "movepred.opening_plies",
+           "must leave room on the board", mp.opening_plies)
+
+
+# ---------------------------------------------------------------------------- games
+
+
+class Games(NamedTuple):
+    """G games on one ``size`` x ``size`` board (host numpy, T = size * size).
+
+    moves int32[G, T]: actions in order, -1 after the game's end.
+    winner int32[G]: the winning colour, -1 for a draw (or an unfinished record).
+    length int32[G]: plies played.
+    rank int32[G]: the rank label of the game's moves (both players').
+    first: the first ply learnt from in every game (random openings are not).
+    """
+
+    size: int
+    moves: np.ndarray
+    winner: np.ndarray
+    length: np.ndarray
+    rank: np.ndarray
+    first: int
+
+    @property
+    def count(self) -> int:
+        return len(self.length)
+
+
+def save_games(path: Path, games: Games) -> None:
+    np.savez_compressed(path, **games._asdict())
+
+
+def load_games(path: Path) -> Games:
+    with np.load(path) as f:
+        return Games(int(f["size"]), f["moves"], f["winner"], f["length"], f["rank"],
+                     int(f["first"]))
+
+
+def mentor_games(rules: Rules, levels, num_games: int, opening_plies: int,
+                 key: jax.Array) -> Games:
+    """``num_games`` mentor games, ``num_games / len(levels)`` at each level (the
+    mentor playing itself, ``imitation.play_mentor_games``); a game's rank label
+    is its level's index in ``levels`` (0 = the first)."""
+    levels = tuple(levels)
+    per_level = num_games // len(levels)
+    if per_level * len(levels) != num_games or per_level % 2:
+        raise ValueError(f"num_games {num_games} is not 2 x a multiple of {len(levels)} levels")
+    return concatenate([
+        match_games(rules.size, _mentor_match(rules, level, per_level, opening_plies)(
+            jax.random.fold_in(key, i)), i, opening_plies)
+        for i, level in enumerate(levels)])
+
+
+@functools.cache
+def _mentor_match(rules: Rules, level: int, num_games: int, plies: int):
+    # only the match is returned: XLA drops the positions play_mentor_games makes
+    return jax.jit(lambda key: imitation.play_mentor_games(rules, level, key, num_games,
+                                                           plies, 1.0).result)
+
+
+def match_games(size: int, result: arena.MatchResult, rank: int = 0, first: int = 0) -> Games:
+    """The games of an ``arena.play_match`` result, labelled ``rank``, learnt from
+    ply ``first`` on."""
+    result = jax.device_get(result)
+    count = len(result.length)
+    return Games(size, np.asarray(result.moves).T.astype(np.int32),
+                 np.asarray(result.winner, np.int32), np.asarray(result.length, np.int32),
+                 np.full(count, rank, np.int32), int(first))
+
+
+def concatenate(parts: list[Games]) -> Games:
+    """One Games of several (on one board, learnt from the same ply)."""
+    if len({(p.size, p.first) for p in parts}) != 1:
+        raise ValueError("games on different boards or learnt from different plies")
+    return Games(parts[0].size, *(np.concatenate([getattr(p, k) for p in parts])
+                                  for k in ("moves", "winner", "length", "rank")),
+                 parts[0].first)
+
+
+def psq_games(directory: Path, rule: str = "freestyle", size: int | None = None) -> Games:
+    """Every ``*.psq`` file of ``directory`` (sorted by name), replayed and checked
+    (``records.to_states``); the winner is the replay's, a record that stops
+    before the end counts as a draw. RecordError on a malformed record or a
+    board of another size."""
+    paths = sorted(Path(directory).glob("*.psq"))
+    if not paths:
+        raise records.RecordError(f"{directory}: no .psq files")
+    games = []
+    for path in paths:
+        record = records.read_psq(path)
+        if size is None:
+            size = record.size
+        if record.size != size:
+            raise records.RecordError(f"{path}: a {record.size}x{record.size} board, the "
+                                      f"others are {size}x{size}")
+        try:
+            final = records.to_states(record, rule)
+        except records.RecordError as e:
+            raise records.RecordError(f"{path}: {e}") from e
+        games.append((record.moves, int(final.winner)))
+    t = size * size
+    moves = np.full((len(games), t), -1, np.int32)
+    for i, (m, _) in enumerate(games):
+        moves[i, :len(m)] = m
+    length = np.asarray([len(m) for m, _ in games], np.int32)
+    return Games(size, moves, np.asarray([w for _, w in games], np.int32), length,
+                 np.zeros(len(games), np.int32), 0)
+
+
+def load_or_make_games(config: Config, mp: MovePredConfig, cache: Path | None = None,
+                       say: Callable[[str], None] = print) -> Games:
+    """The games of ``mp`` (mentor games or records), cached as ``cache/games.npz``
+    with ``cache/games.json`` naming what made them; a cache made by other data
+    fields is an error (ConfigError), not silently reused."""
+    spec = {"size": config.game.size, "rule": config.game.rule,
+            **{k: getattr(mp, k) for k in mp.data_fields}}
+    spec["levels"] = list(spec["levels"])
+    if cache is not None and (cache / "games.json").exists():
+        saved = json.loads((cache / "games.json").read_text())
+        if saved != spec:
+            field = next(k for k in spec if saved.get(k) != spec[k])
+            raise ConfigError(f"{cache} holds games made with another {field} "
+                              f"({saved.get(field)!r}, now {spec[field]!r}); choose another --out")
+        say(f"games: cached in {cache}")
+        return load_games(cache / "games.npz")
+    rules = Rules(config.game.size, config.game.rule)
+    t0 = time.perf_counter()
+    if mp.records:
+        games = psq_games(Path(mp.records), config.game.rule, config.game.size)
+    else:
+        games = mentor_games(rules, mp.levels, mp.num_games, mp.opening_plies,
+                             jax.random.PRNGKey(mp.data_seed))
+    wall = time.perf_counter() - t0
+    say(f"games: {games.count} in {wall:.0f} s, mean length {np.mean(games.length):.1f}, "
+        f"black/white/draw {np.mean(games.winner == 0):.2f}/{np.mean(games.winner == 1):.2f}/"
+        f"{np.mean(games.winner < 0):.2f}")
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        save_games(cache / "games.npz", games)
+        (cache / "games.json").write_text(json.dumps(spec, indent=2))
+    return games
+
+
+# ---------------------------------------------------------------------------- positions
+
+
+class Positions(NamedTuple):
+    """M positions (host numpy) of some games, the move played at each.
+
+    obs int8[M, H, W, C] (the config's features), action int32[M] (the label),
+    z float32[M] (decayed result for the side to move), to_play int32[M],
+    game int32[M] (index in the Games), ply int32[M] (0-based move number),
+    rank int32[M] (the rank label of the move).
+    """
+
+    obs: np.ndarray
+    action: np.ndarray
+    z: np.ndarray
+    to_play: np.ndarray
+    game: np.ndarray
+    ply: np.ndarray
+    rank: np.ndarray
+
+    def select(self, mask) -> Positions:
+        return Positions(*(x[mask] for x in self))
+
+    @property
+    def legal(self) -> np.ndarray:
+        """bool[M, A]: the empty points (features' planes 0 and 1 are the stones)."""
+        return ((self.obs[..., 0] == 0) & (self.obs[..., 1] == 0)).reshape(len(self.obs), -1)
+
+
+_CHUNK = 128  # games replayed per call (the last chunk padded): one compilation per config
+
+
+@functools.cache
+def _replay_fn(config: Config):
+    rules = Rules(config.game.size, config.game.rule)
+
+    @jax.jit
+    def replay_chunk(moves, winner, length, rank, first):
+        """moves [T, G], winner/length/rank [G] -> (Examples, actions) [T * G]."""
+        result = arena.MatchResult(winner, jnp.zeros_like(length, bool), length, moves)
+        g = imitation.games_to_examples(rules, result, first, config.decay.gamma,
+                                        config.features, rank)
+        return g.examples._replace(policy=None), g.action
+
+    return replay_chunk
+
+
+def positions(config: Config, games: Games) -> Positions:
+    """Every learnt position of ``games`` (plies ``first <= t < length``), observed
+    with ``config``'s features and each game's rank (``imitation.games_to_examples``)."""
+    if games.size != config.game.size:
+        raise ConfigError(f"game.size is {config.game.size}, the games are on "
+                          f"{games.size}x{games.size}")
+    replay_chunk = _replay_fn(config)
+    parts = []
+    for start in range(0, games.count, _CHUNK):
+        idx = np.arange(start, start + _CHUNK)
+        real = idx < games.count
+        idx = np.minimum(idx, games.count - 1)
+        length = np.where(real, games.length[idx], 0)  # padding games: no valid ply
+        ex, action = jax.device_get(replay_chunk(
+            games.moves[idx].T, games.winner[idx], length, games.rank[idx],
+            np.int32(games.first)))
+        valid = ex.valid
+        game = np.tile(idx, games.size ** 2)  # flattened ply-major, as the examples
+        ply = np.repeat(np.arange(games.size ** 2), _CHUNK)
+        parts.append(Positions(ex.obs[valid], action[valid].astype(np.int32), ex.z[valid],
+                               ex.to_play[valid].astype(np.int32), game[valid].astype(np.int32),
+                               ply[valid].astype(np.int32), games.rank[game[valid]]))
+    return Positions(*(np.concatenate(xs) for xs in zip(*parts, strict=True)))
+
+
+# ---------------------------------------------------------------------------- training
+
+
+def init_variables(config: Config, seed: int | None = None):
+    """Fresh variables of the config's nets from ``seed`` (default ``config.seed``).
+
+    The key is an ``rbg`` key: on XLA:CPU the init of the default threefry key
+    takes ~15 s to compile, an rbg key's ~4 s (numbers differ, determinism not).
+    """
+    nets = stages.components(config).nets
+    return jax.device_get(nets.init(jax.random.key(config.seed if seed is None else seed,
+                                                   impl="rbg")))
+
+
+_add = jax.jit(replay.add)
+
+
+def training_buffer(config: Config, data: Positions) -> replay.Buffer:
+    """A replay buffer holding exactly ``data`` (each ring sized to its colour's
+    positions when the nets are split by colour)."""
+    nets = stages.components(config).nets
+    rules = Rules(config.game.size, config.game.rule)
+    rings = nets.num_rings
+    counts = np.bincount(data.to_play, minlength=2) if rings == 2 else [len(data.action)]
+    buffer = replay.init_for(nets, rules, max(int(max(counts)), 1))
+    examples = Examples(obs=jnp.asarray(data.obs),
+                        policy=jax.nn.one_hot(data.action, rules.num_actions, dtype=jnp.float32),
+                        z=jnp.asarray(data.z), to_play=jnp.asarray(data.to_play),
+                        valid=jnp.ones(len(data.action), bool))
+    return _add(buffer, examples)
+
+
+def evaluate(config: Config, variables, data: Positions, move_bin: int = 10,
+             batch_size: int = 1024) -> dict:
+    """Held-out metrics: top-1..top-10 accuracy ("topn": list), policy CE, value MSE,
+    and top-1 accuracy by move number ("by_move": edges, accuracy, count)."""
+    nets = stages.components(config).nets
+    out = supervised.evaluate(nets, variables, data.obs, data.to_play, data.action, data.z,
+                              legal=data.legal, batch_size=batch_size,
+                              ns=tuple(range(1, TOP_N + 1)), return_ranks=True)
+    rank = out.pop("rank")
+    by_move = supervised.per_move_number_accuracy(rank < 1, data.ply, move_bin)
+    return {"top1": out["top1"], "top5": out["top5"], "top10": out["top10"],
+            "topn": [out[f"top{n}"] for n in range(1, TOP_N + 1)],
+            "policy_ce": out["policy_ce"], "value_mse": out["value_mse"],
+            "positions": out["count"], "games": int(len(np.unique(data.game))),
+            "by_move": {k: np.asarray(v).tolist() for k, v in by_move.items()}}
+
+
+def train(config: Config, mp: MovePredConfig, data: Positions, train_mask, key: jax.Array,
+          variables=None, log: Callable[[dict], None] | None = None):
+    """Train on ``data[train_mask]`` for ``mp.steps`` steps; the held-out rest is
+    evaluated every ``mp.log_every`` steps and at the end.
+
+    Returns (TrainState, history: the logged records, the last one final).
+    """
+    train_mask = np.asarray(train_mask, bool)
+    buffer = training_buffer(config, data.select(train_mask))
+    held = data.select(~train_mask)
+    if variables is None:
+        variables = init_variables(config)
+    state = stages.fresh_train_state(config, variables)
+    chunk = mp.log_every or mp.steps
+    history = []
+    done = 0
+    t0 = time.perf_counter()
+    while True:
+        n = min(chunk, mp.steps - done)
+        state, m = stages.sgd(config, state, buffer, jax.random.fold_in(key, done), n)
+        done += n
+        record = {"step": done, "train_s": time.perf_counter() - t0,
+                  **{f"train/{k}": v for k, v in m.items()}}
+        if len(held.action):
+            metrics = evaluate(config, state.variables, held, mp.move_bin)
+            record.update({f"heldout/{k}": v for k, v in metrics.items()
+                           if k in ("top1", "top5", "top10", "policy_ce", "value_mse")})
+        history.append(record)
+        if log:
+            log(record)
+        if done >= mp.steps:
+            return state, history
+
+
+# ---------------------------------------------------------------------------- strength
+
+
+@functools.cache
+def _raw_match(config: Config, opponent: str, num_games: int, opening_plies: int):
+    comps = stages.components(config)
+    rules, nets = comps.rules, comps.nets
+    kind, level = parse_opponent(opponent)
+    opp = arena.random_player(rules) if kind == "random" else Mentor(rules, level).act
+
+    @jax.jit
+    def match(variables, key, rank):
+        raw = arena.policy_player(rules, nets, variables, rank=rank)
+        return arena.play_match(rules, raw, opp, key, num_games, opening_plies)
+
+    return match
+
+
+def strength(config: Config, mp: MovePredConfig, variables, key: jax.Array,
+             rank: int = 0) -> dict:
+    """The raw net (argmax of its policy over legal moves, no search; asked to
+    play at ``rank``) against ``mp.opponent`` over ``mp.arena_games`` games:
+    the score, its standard error sqrt(s (1 - s) / n) and 95% Wilson interval."""
+    match = _raw_match(config, mp.opponent, mp.arena_games, mp.opening_plies)
+    s = arena.score(match(variables, key, jnp.int32(rank)))
+    se = math.sqrt(s.score * (1 - s.score) / s.games)
+    return {"score": s.score, "se": se, "low": s.low, "high": s.high, "games": s.games,
+            "wins": s.wins, "draws": s.draws, "losses": s.losses, "rank": rank}
+
+
+def num_params(config: Config, variables) -> int:
+    """Trainable parameters of all the nets together."""
+    return sum(int(np.size(x)) for x in jax.tree.leaves(variables["params"]))
+
+
+def run_setting(config: Config, mp: MovePredConfig, games: Games, out: Path | None = None,
+                say: Callable[[str], None] = print, variables=None) -> dict:
+    """Train and judge one setting on ``games``; returns (and writes in ``out``:
+    ``record.json``, ``metrics.jsonl``, and the nets as a model directory) its
+    record: held-out metrics, strength (at every rank with rank conditioning),
+    parameter count and wall times."""
+    from agz_jax import models
+
+    check(config, mp)
+    t0 = time.perf_counter()
+    data = positions(config, games)
+    train_mask, _ = supervised.split_by_game(data.game, mp.held_out,
+                                             jax.random.PRNGKey(mp.data_seed))
+    t_data = time.perf_counter() - t0
+
+    def log(record):
+        if out is not None:
+            with (out / "metrics.jsonl").open("a") as f:
+                f.write(json.dumps(record, sort_keys=True) + "\n")
+        say(f"  step {record['step']}: loss {record['train/loss']:.3f}"
+            + (f", held-out top1 {record['heldout/top1']:.3f}" if "heldout/top1" in record
+               else ""))
+
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "metrics.jsonl").write_text("")
+    key = jax.random.PRNGKey(config.seed)
+    state, history = train(config, mp, data, train_mask, jax.random.fold_in(key, 1),
+                           variables, log)
+    variables = jax.device_get(state.variables)
+    t_train = time.perf_counter() - t0 - t_data
+    held = evaluate(config, variables, data.select(~train_mask), mp.move_bin)
+    record = {"config": config.to_dict(), "movepred": mp.to_dict(), "params": num_params(
+        config, variables), "nets": stages.components(config).nets.num_nets,
+        "train_positions": int(train_mask.sum()),
+        "train_games": int(len(np.unique(data.game[train_mask]))),
+        "heldout": held, "final_train": history[-1], "strength": [],
+        "time": {"positions_s": t_data, "train_s": t_train}}
+    if mp.arena_games:
+        t1 = time.perf_counter()
+        ranks = range(config.features.ranks) if config.features.ranks else [0]
+        for r in ranks:
+            record["strength"].append(strength(config, mp, variables,
+                                               jax.random.fold_in(key, 2), r))
+        record["time"]["arena_s"] = time.perf_counter() - t1
+    record["time"]["total_s"] = time.perf_counter() - t0
+    if out is not None:
+        models.save(out, config, variables)
+        (out / "record.json").write_text(json.dumps(record, indent=2, sort_keys=True))
+    return record
+
+
+# ---------------------------------------------------------------------------- reports
+
+
+def table_rows(labels: list[str], recs: list[dict]) -> list[dict]:
+    """One row per setting (Maddison et al., Section 5.1/5.2's table): parameters,
+    held-out accuracy, and the raw net's score against the opponent with its
+    standard error; with rank conditioning, the score asked to play at the highest
+    rank and at the lowest."""
+    rows = []
+    for label, rec in zip(labels, recs, strict=True):
+        held = rec["heldout"]
+        row = {"setting": label, "params": rec["params"], "nets": rec["nets"],
+               "train_positions": rec["train_positions"],
+               "heldout_games": held["games"], "heldout_positions": held["positions"],
+               "top1": held["top1"], "top5": held["top5"], "top10": held["top10"],
+               "policy_ce": held["policy_ce"], "value_mse": held["value_mse"],
+               "opponent": rec["movepred"]["opponent"], "train_s": rec["time"]["train_s"]}
+        if rec["strength"]:
+            best, low = rec["strength"][-1], rec["strength"][0]
+            row.update({"score": best["score"], "score_se": best["se"],
+                        "wins": best["wins"], "draws": best["draws"],
+                        "losses": best["losses"], "games": best["games"]})
+            if len(rec["strength"]) > 1:
+                row.update({"rank_high": best["rank"], "rank_low": low["rank"],
+                            "score_low_rank": low["score"], "score_low_rank_se": low["se"],
+                            "wins_low_rank": low["wins"], "draws_low_rank": low["draws"],
+                            "losses_low_rank": low["losses"]})
+        rows.append(row)
+    return rows
+
+
+def write_tables(rows: list[dict], recs: list[dict], out: Path) -> list[Path]:
+    """``table.csv``, ``table.md`` and ``by_move.csv`` (top-1 accuracy per bin of
+    move numbers, one column per setting) in ``out``."""
+    import csv
+    import io
+
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    (out / "table.csv").write_text(buf.getvalue())
+    (out / "table.md").write_text(markdown(rows))
+    edges = max((r["heldout"]["by_move"]["edges"] for r in recs), key=len)
+    lines = ["plies," + ",".join(f'"{r["setting"]}"' for r in rows)]
+    for i in range(len(edges) - 1):
+        cells = []
+        for rec in recs:
+            acc = rec["heldout"]["by_move"]["accuracy"]
+            v = acc[i] if i < len(acc) else float("nan")
+            cells.append("" if v is None or math.isnan(v) else f"{v:.4f}")
+        lines.append(f"{edges[i]}-{edges[i + 1] - 1}," + ",".join(cells))
+    (out / "by_move.csv").write_text("\n".join(lines) + "\n")
+    return [out / "table.csv", out / "table.md", out / "by_move.csv"]
+
+
+def markdown(rows: list[dict]) -> str:
+    """The table in Markdown: accuracies in %, scores in % ± standard error."""
+    opponent = rows[0]["opponent"] if rows else ""
+    ranked = any("rank_high" in r for r in rows)
+    head = ["setting", "params", "top-1 %", "top-5 %", "top-10 %", "policy CE", "value MSE",
+            f"score vs {opponent} % (W/D/L)"]
+    if ranked:
+        head.append(f"score vs {opponent} at the lowest rank % (W/D/L)")
+    head.append("train s")
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for r in rows:
+        cells = [r["setting"], f"{r['params']:,}", f"{100 * r['top1']:.1f}",
+                 f"{100 * r['top5']:.1f}", f"{100 * r['top10']:.1f}",
+                 f"{r['policy_ce']:.3f}", f"{r['value_mse']:.3f}"]
+        if "score" in r:
+            cells.append(f"{100 * r['score']:.1f} ± {100 * r['score_se']:.1f} "
+                         f"({r['wins']}/{r['draws']}/{r['losses']})")
+        else:
+            cells.append("")
+        if ranked:
+            cells.append(f"{100 * r['score_low_rank']:.1f} ± {100 * r['score_low_rank_se']:.1f} "
+                         f"({r['wins_low_rank']}/{r['draws_low_rank']}/{r['losses_low_rank']})"
+                         if "rank_high" in r else "")
+        cells.append(f"{r['train_s']:.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    if rows:
+        r = rows[0]
+        lines += ["", f"Held-out: {r['heldout_games']} whole games ({r['heldout_positions']} "
+                  "positions) never trained on. Score = (wins + draws / 2) / games of the raw "
+                  "net (policy argmax, no search) ± its standard error; params: all nets "
+                  "together."]
+        if ranked:
+            lines.append("The score column of a rank-conditioned net is asked to play at the "
+                         "highest rank; the next at the lowest.")
+    return "\n".join(lines) + "\n"
+
+
+def plot(labels: list[str], recs: list[dict], out: Path) -> list[Path]:
+    """``topn.png`` (held-out top-n accuracy for n = 1..10, Maddison et al.'s
+    Fig. 1) and ``by_move.png`` (top-1 accuracy by move number) in ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def lines(name, curves, xlabel, ylabel, title):
+        fig, ax = plt.subplots(figsize=(5.2, 3.8))
+        for i, (label, (x, y)) in enumerate(zip(labels, curves, strict=True)):
+            ax.plot(x, 100 * np.asarray(y, float), marker="o", markersize=3,
+                    color=f"C{i % 10}", label=label)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(0, 100)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        ax.set_title(title, fontsize=9)
+        fig.tight_layout()
+        fig.savefig(out / name, dpi=90)
+        plt.close(fig)
+        return out / name
+
+    topn = [(range(1, len(r["heldout"]["topn"]) + 1), r["heldout"]["topn"]) for r in recs]
+    by_move = []
+    for r in recs:
+        edges = np.asarray(r["heldout"]["by_move"]["edges"], float)
+        acc = [np.nan if v is None else v for v in r["heldout"]["by_move"]["accuracy"]]
+        by_move.append(((edges[:-1] + edges[1:] - 1) / 2, acc))
+    return [lines("topn.png", topn, "n", "held-out top-n accuracy (%)",
+                  "move prediction: the move played is among the net's n best"),
+            lines("by_move.png", by_move, "move number (plies, bin centre)",
+                  "held-out top-1 accuracy (%)", "top-1 accuracy by move number")]
