@@ -19,6 +19,7 @@ from experiments import movepred as cli
 SIZE = 7
 CONFIG = get_preset("smoke").replace(**{
     "game.size": SIZE, "net.filters": 4, "net.blocks": 0, "net.value_hidden": 4,
+    "net.double": False,
     "train.batch_size": 16, "train.learning_rate": 0.05, "decay.gamma": 0.9})
 RULES = Rules(SIZE)
 
@@ -91,18 +92,22 @@ def test_split_by_game_keeps_games_whole():
 
 
 def test_augmentation_moves_the_target_with_the_board():
-    data = movepred.positions(CONFIG, random_games(4, seed=3))
-    buffer = movepred.training_buffer(CONFIG, data)
+    # Double Networks: one ring per colour; the colour plane (3) says whose move it is
+    config = CONFIG.replace(**{"net.double": True, "features.colour": True})
+    data = movepred.positions(config, random_games(4, seed=3))
+    buffer = movepred.training_buffer(config, data)
     sample = jax.jit(replay.sample, static_argnums=2)
     batch = jax.device_get(sample(buffer, jax.random.PRNGKey(0), 64))
     perms = symmetry.permutations(SIZE)
     inverse = [symmetry.inverse(g) for g in range(8)]
-    store_obs = np.asarray(buffer.obs).reshape(2, -1, SIZE * SIZE, buffer.obs.shape[-1])
+    rings = buffer.obs.shape[0]
+    store_obs = np.asarray(buffer.obs).reshape(rings, -1, SIZE * SIZE, buffer.obs.shape[-1])
     store_act = np.argmax(np.asarray(buffer.policy), -1)
     found = set()
-    for n in range(2):  # one ring per colour
+    for n in range(rings):
         size = int(buffer.size[n])
         stored, acts = store_obs[n][:size], store_act[n][:size]
+        assert size == np.sum(data.to_play == n) and np.all(stored[..., 3] == 1 - n)
         for obs, pi in zip(batch.obs[n], batch.policy[n], strict=True):
             flat, target = obs.reshape(SIZE * SIZE, -1), int(np.argmax(pi))
             assert pi[target] == 1.0 and flat[target, :2].sum() == 0  # on an empty point
@@ -135,7 +140,8 @@ def test_experiment_writes_the_table_and_plots(tmp_path, psq_dir):
     out = tmp_path / "out"
     argv = ["--preset", "smoke", "--out", str(out), "--set", f"movepred.records={rec_dir}",
             "--set", f"game.size={SIZE}", "--set", "net.filters=4", "--set", "net.blocks=0",
-            "--set", "net.value_hidden=4", "--set", "train.batch_size=16",
+            "--set", "net.value_hidden=4", "--set", "net.double=false",
+            "--set", "train.batch_size=16",
             "--set", "train.learning_rate=0.05", "--set", "decay.gamma=0.9",
             "--set", "movepred.steps=4", "--set", "movepred.arena_games=2",
             "--set", "movepred.held_out=0.25", "--grid", "seed=0,1"]
