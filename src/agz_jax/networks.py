@@ -221,10 +221,12 @@ class Networks:
     @functools.cached_property
     def _jitted_init(self):
         size = self.module.board_size
-        dummy = jnp.zeros((1, size, size, self.obs_channels), jnp.float32)
-        to_play = jnp.zeros(1, jnp.int32)
 
         def init(key):
+            # Built inside the traced function: the cached closure must hold no
+            # array of whatever trace first asked for it (jit, eval_shape).
+            dummy = jnp.zeros((1, size, size, self.obs_channels), jnp.float32)
+            to_play = jnp.zeros(1, jnp.int32)
             keys = jax.random.split(key, self.num_nets)
             return jax.vmap(lambda k: self.module.init(k, dummy, train=False,
                                                        to_play=to_play))(keys)
