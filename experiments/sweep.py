@@ -15,6 +15,18 @@ compilation cache (compiled once, not once per seed). Every finished run leaves
 Running the same command again skips finished runs and resumes a killed one
 from its checkpoint. At the end: ``summary.csv``, ``summary.md`` (mean ± std
 and 95% interval across seeds per setting), ``curves.png`` and ``final.png``.
+
+``--vmap-seeds`` (off by default) runs the unfinished seeds of each setting
+together, vmapped in one compile (``agz_jax.seeds``; ConfigError before
+anything runs if a setting does not allow it: one device, one process, the
+stacked run states within ``--vmap-max-gb``). Each seed's run directory is
+written as the main job writes it (``config.json``, a checkpoint per
+iteration, ``metrics.jsonl``, TensorBoard events, then ``record.json``), so
+``agz_jax.models.load``, ``experiments.selfplay --resume`` and this summary
+read it unchanged. A killed group resumes from the last iteration all its
+seeds checkpointed. Vmapped runs are deterministic but not bit-identical to
+solo runs (the last bits of the nets differ; README, "Sweeps"); on 2 CPU
+cores they are also slower (README).
 """
 
 from __future__ import annotations
@@ -61,6 +73,10 @@ def parse(argv: list[str]):
     p.add_argument("--strength", default="eval/vs_random_score",
                    help="the metric of final.png (falls back to train/loss if not logged)")
     p.add_argument("--verbose", action="store_true", help="show each run's own output")
+    p.add_argument("--vmap-seeds", action="store_true",
+                   help="run each setting's seeds together, vmapped in one compile")
+    p.add_argument("--vmap-max-gb", type=float, default=2.0,
+                   help="with --vmap-seeds: budget of a setting's stacked run states (2)")
     args = p.parse_args(argv)
     base = get_preset(args.preset)
     sets = [sweep.parse_set(s) for s in args.set]
@@ -90,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise ConfigError(f"{r.dir(args.out)} was run with another {field}; "
                                   "choose another --out")
             plans.append((r, flags, done))
+        if args.vmap_seeds:
+            check_vmappable(plans, args.out, args.vmap_max_gb)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -99,10 +117,18 @@ def main(argv: list[str] | None = None) -> int:
         "command": shlex.join(["python", "-m", "experiments.sweep", *argv]),
         "preset": args.preset, "base": base.to_dict(), "seeds": sorted({r.seed for r in runs}),
         "settings": list(dict.fromkeys(r.label for r in runs)), "runs": len(runs),
+        "vmap_seeds": args.vmap_seeds,
     }, indent=2))
     print(f"sweep {args.out}: {len(runs)} runs ({len({r.label for r in runs})} settings x "
           f"{len({r.seed for r in runs})} seeds), preset {args.preset}", flush=True)
 
+    if args.vmap_seeds:
+        try:
+            records = run_vmapped(plans, args)
+        except ConfigError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        return report(runs, records, args)
     records = {}
     for i, (r, flags, done) in enumerate(plans, 1):
         run_dir = r.dir(args.out)
@@ -124,11 +150,18 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         rec = sweep.write_record(r, run_dir, found.group(1), time.perf_counter() - t0)
         records[run_dir] = rec
-        final = rec["final"]
-        shown = ", ".join(f"{k} {final[k]:.3f}" for k in ("train/loss", args.strength)
-                          if k in final)
         print(f"{name}: {'resumed, ' if resume else ''}{time.perf_counter() - t0:.0f} s"
-              f"{', ' + shown if shown else ''}", flush=True)
+              f"{shown(rec['final'], args.strength)}", flush=True)
+    return report(runs, records, args)
+
+
+def shown(final: dict, strength: str) -> str:
+    return "".join(f", {k} {final[k]:.3f}" for k in ("train/loss", strength) if k in final)
+
+
+def report(runs, records: dict, args) -> int:
+    """The summary table and the plots of the finished runs."""
+    from agz_jax import sweep
 
     sweep.summarise(runs, records, args.out)
     written = sweep.plot(runs, args.out, strength=args.strength)
@@ -137,6 +170,117 @@ def main(argv: list[str] | None = None) -> int:
     print("written: " + ", ".join(str(p) for p in
                                   [args.out / "summary.csv", args.out / "summary.md", *written]))
     return 0
+
+
+# ------------------------------------------------------------------ --vmap-seeds
+
+
+def groups(plans) -> list[list[tuple]]:
+    """The plans of each setting, in grid order."""
+    by_label: dict[str, list[tuple]] = {}
+    for plan in plans:
+        by_label.setdefault(plan[0].label, []).append(plan)
+    return list(by_label.values())
+
+
+def check_vmappable(plans, out: Path, max_gb: float) -> None:
+    """ConfigError, before anything runs, if a setting's unfinished seeds cannot
+    be vmapped together (``agz_jax.seeds.check``) or their directories hold
+    runs of another config."""
+    from agz_jax import checkpoint, run, seeds
+    from experiments.selfplay import dataclasses_differ
+
+    for group in groups(plans):
+        todo = [r for r, _, done in group if done is None]
+        if todo:
+            seeds.check(run.build(todo[0].config), [r.seed for r in todo],
+                        int(max_gb * 1024**3))
+        for r in todo:  # a killed run of this grid, or another run in the way
+            saved = r.dir(out) / "config.json"
+            if saved.exists() and checkpoint.read_config(saved.parent) != r.config:
+                field = dataclasses_differ(r.config, checkpoint.read_config(saved.parent))
+                raise ConfigError(f"{saved.parent} was run with another {field}; "
+                                  "choose another --out")
+
+
+def resume_step(run_dirs: list[Path]) -> int | None:
+    """The iteration a group restarts from: None (from scratch) if no seed has
+    checkpointed past iteration 0, else the last iteration every seed has a
+    checkpoint of (a group killed while saving leaves its seeds one apart).
+    ConfigError if the seeds' checkpoints do not fit one group."""
+    from agz_jax import checkpoint
+
+    steps = {d: checkpoint.latest_step(d) for d in run_dirs}
+    known = [s for s in steps.values() if s is not None]
+    if not known or max(known) == 0:
+        return None
+    if len(known) < len(steps) or max(known) - min(known) > 1:
+        shown = ", ".join(f"{d.name} at {s}" for d, s in steps.items())
+        raise ConfigError(f"the seeds of {run_dirs[0].parent} stopped at different iterations "
+                          f"({shown}): resume them without --vmap-seeds")
+    return min(known)
+
+
+def run_vmapped(plans, args) -> dict[Path, dict]:
+    """Every setting's unfinished seeds as one vmapped group; the records of all runs."""
+    from agz_jax import checkpoint, run, seeds, sweep
+    from experiments import selfplay
+
+    selfplay.enable_compilation_cache()
+    records = {}
+    settings = groups(plans)
+    for number, group in enumerate(settings, 1):
+        for r, _, done in group:
+            if done is not None:
+                print(f"{r.label} seed {r.seed}: done before, skipped", flush=True)
+                records[r.dir(args.out)] = done
+        todo = [r for r, _, done in group if done is None]
+        if not todo:
+            continue
+        dirs = [r.dir(args.out) for r in todo]
+        config = todo[0].config
+        name = (f"[setting {number}/{len(settings)}] {todo[0].label} seeds "
+                f"{','.join(str(r.seed) for r in todo)} (vmapped)")
+        t0 = time.perf_counter()
+        group_seeds = seeds.build(config, [r.seed for r in todo], int(args.vmap_max_gb * 1024**3))
+        start = resume_step(dirs)
+        state = seeds.init_state(group_seeds)
+        if start is not None:
+            state = seeds.stack([
+                checkpoint.restore(d, seeds.unstack(state, i), step=start)[0]
+                for i, d in enumerate(dirs)])
+        for i, (r, d) in enumerate(zip(todo, dirs, strict=True)):
+            if checkpoint.latest_step(d) is None:
+                checkpoint.write_config(d, r.config)
+                checkpoint.save(d, 0, seeds.unstack(state, i),
+                                {"iteration": 0, "config": r.config.to_dict()})
+        logs = [run.MetricsLog(d, keep_through=start or 0) for d in dirs]
+        if not start and config.eval.every and not all(log.read() for log in logs):
+            initial = seeds.initial_evaluation(group_seeds, state)
+            for log, m in zip(logs, initial, strict=True):
+                if not log.read():
+                    log.write(0, m)
+        while (it := int(state.iteration[0])) < config.iterations:
+            state, metrics = seeds.run_iteration(group_seeds, state)
+            it += 1
+            for i, (r, d, log) in enumerate(zip(todo, dirs, logs, strict=True)):
+                log.write(it, metrics[i])
+                if (checkpoint.latest_step(d) or 0) < it:  # one apart after a kill: kept
+                    checkpoint.save(d, it, seeds.unstack(state, i),
+                                    {"iteration": it, "config": r.config.to_dict()})
+            if args.verbose:
+                print(f"{name}: " + "; ".join(
+                    f"seed {r.seed} {selfplay.fmt_line(it, config.iterations, m)}"
+                    for r, m in zip(todo, metrics, strict=True)), flush=True)
+        wall = time.perf_counter() - t0
+        for i, (r, d, log) in enumerate(zip(todo, dirs, logs, strict=True)):
+            log.close()
+            rec = sweep.write_record(r, d, run.params_hash(seeds.unstack(state, i)), wall,
+                                     {"vmap_group": [x.seed for x in todo]})
+            records[d] = rec
+            print(f"{name} seed {r.seed}: {'resumed, ' if start else ''}{wall:.0f} s"
+                  f"{shown(rec['final'], args.strength)}", flush=True)
+    return records
 
 
 if __name__ == "__main__":

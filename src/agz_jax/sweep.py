@@ -195,12 +195,15 @@ def record_path(run_dir: Path) -> Path:
     return run_dir / "record.json"
 
 
-def write_record(run: Run, run_dir: Path, params_sha256: str, wall_s: float) -> dict:
+def write_record(run: Run, run_dir: Path, params_sha256: str, wall_s: float,
+                 extra: dict | None = None) -> dict:
+    """``record.json`` of a finished run; ``extra`` fields are added to it (a
+    vmapped run names its group, ``vmap_group``)."""
     record = {
         "setting": dict(run.setting), "label": run.label, "seed": run.seed,
         "config": run.config.to_dict(), "versions": versions(),
         "final": final_metrics(read_history(run_dir)), "params_sha256": params_sha256,
-        "wall_s": wall_s,
+        "wall_s": wall_s, **(extra or {}),
     }
     record_path(run_dir).write_text(json.dumps(record, indent=2, sort_keys=True))
     return record
