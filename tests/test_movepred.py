@@ -78,6 +78,20 @@ def test_rank_labels_reach_the_dataset():
     planes = data.obs[..., -2:].reshape(len(data.rank), -1, 2)
     np.testing.assert_array_equal(planes[:, 0, :], np.eye(2)[data.rank])  # one-hot
     assert np.all(planes == planes[:, :1, :])  # on every point
+    # the net asked at each rank: the diagonal is the plain evaluation
+    nets = movepred.stages.components(config).nets
+    shapes = jax.eval_shape(nets.init, jax.random.PRNGKey(0))
+    rng = np.random.default_rng(0)
+    variables = jax.tree_util.tree_map_with_path(  # BatchNorm variances > 0
+        lambda p, x: (rng.uniform(0.5, 1.5, x.shape) if p[-1].key == "var"
+                      else rng.normal(0, 1, x.shape)).astype(x.dtype), shapes)
+    table = movepred.accuracy_by_rank(config, variables, data, batch_size=64)
+    assert len(table) == 2 and all(len(row) == 2 for row in table)
+    for true in range(2):
+        plain = movepred.evaluate(config, variables, data.select(data.rank == true),
+                                  batch_size=64)
+        assert table[true][true] == pytest.approx(plain["top1"])
+    assert table[0][0] != table[0][1] or table[1][1] != table[1][0]
     with pytest.raises(ConfigError, match="features.ranks"):
         movepred.check(config, movepred.MovePredConfig(levels=(0, 1, 2), num_games=18))
     with pytest.raises(ValueError, match="different plies"):

@@ -425,6 +425,30 @@ def evaluate(config: Config, variables, data: Positions, move_bin: int = 10,
             "by_move": {k: np.asarray(v).tolist() for k, v in by_move.items()}}
 
 
+def accuracy_by_rank(config: Config, variables, data: Positions,
+                     batch_size: int = 1024) -> list[list[float]]:
+    """Does the net use its rank planes? ``out[true][asked]``: the top-1 accuracy on
+    the positions whose move has rank label ``true``, with the rank planes (the
+    last ``features.ranks`` planes) set to ``asked``. A net that learnt the
+    players' styles apart predicts each rank's moves best when asked at that rank."""
+    k = config.features.ranks
+    if not k:
+        raise ValueError("accuracy_by_rank needs features.ranks > 0")
+    nets = stages.components(config).nets
+    out = []
+    for true in range(k):
+        part = data.select(data.rank == true)
+        row = []
+        for asked in range(k):
+            obs = part.obs.copy()
+            obs[..., obs.shape[-1] - k:] = np.eye(k, dtype=obs.dtype)[asked]
+            row.append(supervised.evaluate(nets, variables, obs, part.to_play, part.action,
+                                           part.z, legal=part.legal, batch_size=batch_size,
+                                           ns=(1,))["top1"] if len(part.action) else None)
+        out.append(row)
+    return out
+
+
 def train(config: Config, mp: MovePredConfig, data: Positions, train_mask, key: jax.Array,
           variables=None, log: Callable[[dict], None] | None = None):
     """Train on ``data[train_mask]`` for ``mp.steps`` steps; the held-out rest is
@@ -532,6 +556,9 @@ def run_setting(config: Config, mp: MovePredConfig, games: Games, out: Path | No
         "train_games": int(len(np.unique(data.game[train_mask]))),
         "heldout": held, "final_train": history[-1], "strength": [],
         "time": {"positions_s": t_data, "train_s": t_train}}
+    if config.features.ranks:
+        record["heldout"]["top1_by_rank"] = accuracy_by_rank(
+            config, variables, data.select(~train_mask))
     if mp.arena_games:
         t1 = time.perf_counter()
         ranks = range(config.features.ranks) if config.features.ranks else [0]
@@ -563,6 +590,8 @@ def table_rows(labels: list[str], recs: list[dict]) -> list[dict]:
                "top1": held["top1"], "top5": held["top5"], "top10": held["top10"],
                "policy_ce": held["policy_ce"], "value_mse": held["value_mse"],
                "opponent": rec["movepred"]["opponent"], "train_s": rec["time"]["train_s"]}
+        if "top1_by_rank" in held:
+            row["top1_by_rank"] = json.dumps(held["top1_by_rank"])
         if rec["strength"]:
             best, low = rec["strength"][-1], rec["strength"][0]
             row.update({"score": best["score"], "score_se": best["se"],
@@ -637,6 +666,14 @@ def markdown(rows: list[dict]) -> str:
         if ranked:
             lines.append("The score column of a rank-conditioned net is asked to play at the "
                          "highest rank; the next at the lowest.")
+        for r in rows:
+            if "top1_by_rank" in r:
+                cells = "; ".join(
+                    f"rank {t} moves: " + ", ".join(f"asked {a} {100 * v:.1f}%"
+                                                    for a, v in enumerate(row) if v is not None)
+                    for t, row in enumerate(json.loads(r["top1_by_rank"])))
+                lines.append(f"Held-out top-1 of {r['setting']} by the moves' rank, the net "
+                             f"asked at each rank: {cells}.")
     return "\n".join(lines) + "\n"
 
 
