@@ -188,6 +188,7 @@ def test_experiment_writes_the_table_and_plots(tmp_path, psq_dir):
     (["--set", "movepred.bogus=1"], "movepred.bogus"),
     (["--set", "features.ranks=2"], "features.ranks"),
     (["--set", "movepred.levels=2,1"], "movepred.levels"),
+    (["--set", "movepred.steps=0"], "movepred.steps"),
     (["--preset", "huge"], "unknown preset"),
 ])
 def test_bad_specs_fail_before_anything_runs(tmp_path, capsys, argv, message):

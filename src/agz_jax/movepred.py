@@ -116,9 +116,11 @@ class MovePredConfig:
                and self.num_games % per == 0, "movepred.num_games",
                f"must be a positive multiple of {per} (2 x {len(levels)} levels)",
                self.num_games)
-        for name in ("opening_plies", "data_seed", "steps", "log_every"):
+        for name in ("opening_plies", "data_seed", "log_every"):
             v = getattr(self, name)
             _check(_is_int(v) and v >= 0, f"movepred.{name}", "must be an integer >= 0", v)
+        _check(_is_int(self.steps) and self.steps >= 1, "movepred.steps",
+               "must be a positive integer", self.steps)
         _check(_is_num(self.held_out) and 0 < self.held_out < 1, "movepred.held_out",
                "must be a fraction in (0, 1)", self.held_out)
         _check(_is_int(self.arena_games) and self.arena_games >= 0
