@@ -357,3 +357,14 @@ def test_init_is_compiled_once_per_networks():
     assert nets._jitted_init is nets._jitted_init  # compiled once per Networks
     assert nets.obs_channels == 3 and nets.num_rings == 2
     assert Networks(SMALL, num_nets=1).num_rings == 1
+
+
+def test_init_first_asked_inside_a_trace_still_works_outside_it():
+    # The cached jitted init must close over no array of the trace that first
+    # asked for it (it once leaked an eval_shape tracer: UnexpectedTracerError).
+    nets = Networks(SMALL, num_nets=2)
+    shapes = jax.eval_shape(nets.init, jax.random.key(0))
+    inside = jax.jit(nets.init)(jax.random.key(1))
+    outside = nets.init(jax.random.key(1))
+    assert jax.tree.map(lambda s: s.shape, shapes) == jax.tree.map(jnp.shape, outside)
+    jax.tree.map(np.testing.assert_array_equal, inside, outside)
