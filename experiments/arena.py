@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from agz_jax.config import Config, ConfigError
+from agz_jax.engine import enable_compilation_cache
 from agz_jax.gomoku import MAX_SIZE, MIN_SIZE, RULES
-from experiments.selfplay import enable_compilation_cache
 
 
 class Spec(NamedTuple):

@@ -44,7 +44,6 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
     import tyro
 
     from agz_jax import checkpoint
-    from experiments.selfplay import dataclasses_differ
 
     if args.resume:
         if args.out is None:
@@ -56,7 +55,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
         config = tyro.cli(Config, default=saved, args=rest, prog="experiments.curriculum")
         if args.stages is not None:
             config = config.replace(**{"curriculum.stages": args.stages})
-        field = dataclasses_differ(config, saved)
+        field = config.first_difference(saved)
         if field:
             raise ConfigError(f"{field} differs from the config saved in {args.out}/config.json;"
                               " --resume uses the run's own config")
@@ -91,13 +90,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.init_from is not None:
         try:
             model = models.load(args.init_from)
-            check_compatible(config, model.config, str(args.init_from))
+            config.check_nets_fit(model.config, str(args.init_from))
         except (models.ModelError, ConfigError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         init = model.variables
 
-    from experiments.selfplay import enable_compilation_cache
+    from agz_jax.engine import enable_compilation_cache
 
     enable_compilation_cache()
     import time
@@ -122,16 +121,6 @@ def main(argv: list[str] | None = None) -> int:
                   f"{run_dir / 'variables.msgpack'}")
     return 0
 
-
-def check_compatible(config: Config, other: Config, name: str) -> None:
-    """Nets of ``other`` can start a run of ``config`` (ConfigError naming the field)."""
-    for field in ("game.size", "game.rule", "net.filters", "net.blocks", "net.value_hidden",
-                  "net.double"):
-        section, key = field.split(".")
-        mine = getattr(getattr(config, section), key)
-        theirs = getattr(getattr(other, section), key)
-        if mine != theirs:
-            raise ConfigError(f"{name} has {field} = {theirs!r}, this run needs {mine!r}")
 
 
 if __name__ == "__main__":

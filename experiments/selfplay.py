@@ -29,23 +29,11 @@ logs, all processes take part in checkpoints and restore the same state.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
 
 from agz_jax.config import PRESETS, Config, ConfigError, get_preset
-
-
-def enable_compilation_cache() -> None:
-    """Persist compiled executables between runs (set AGZ_JAX_NO_CACHE=1 to disable)."""
-    if os.environ.get("AGZ_JAX_NO_CACHE"):
-        return
-    import jax
-
-    cache = os.environ.get("AGZ_JAX_CACHE_DIR", str(Path.home() / ".cache" / "agz_jax" / "xla"))
-    jax.config.update("jax_compilation_cache_dir", cache)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
@@ -84,12 +72,12 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
         saved = checkpoint.read_config(args.out)
         if args.preset is not None:
             preset = get_preset(args.preset)
-            if dataclasses_differ(preset, saved, allow=("iterations",)):
+            if preset.first_difference(saved, allow=("iterations",)):
                 raise ConfigError(
                     f"--preset {args.preset} differs from the config of {args.out}; "
                     "--resume uses the run's own config (drop --preset)")
         config = tyro.cli(Config, default=saved, args=rest, prog="experiments.selfplay")
-        field = dataclasses_differ(config, saved, allow=("iterations", "parallel"))
+        field = config.first_difference(saved, allow=("iterations", "parallel"))
         if field:
             raise ConfigError(
                 f"{field} differs from the config saved in {args.out}/config.json; "
@@ -103,32 +91,16 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
         if args.resume:
             raise ConfigError("--init-from starts a new run; it cannot go with --resume")
         from agz_jax import models
-        from experiments.curriculum import check_compatible
 
         try:
             args.init_model = models.load(args.init_from)
         except models.ModelError as e:
             raise ConfigError(f"--init-from: {e}") from e
-        check_compatible(config, args.init_model.config, f"--init-from {args.init_from}")
+        config.check_nets_fit(args.init_model.config, f"--init-from {args.init_from}")
     from agz_jax import parallel
 
     args.hosts = parallel.hosts_from(args.coordinator, args.num_processes, args.process_id)
     return args, config
-
-
-def dataclasses_differ(a: Config, b: Config, allow=()) -> str | None:
-    """The first dotted field where two configs differ (ignoring ``allow``), or None."""
-    da, db = a.to_dict(), b.to_dict()
-    for key in sorted(da):
-        if key in allow:
-            continue
-        if isinstance(da[key], dict):
-            for sub in sorted(da[key]):
-                if da[key][sub] != db[key].get(sub):
-                    return f"{key}.{sub}"
-        elif da[key] != db[key]:
-            return key
-    return None
 
 
 def fmt_line(it: int, total: int, m: dict) -> str:
@@ -170,8 +142,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     parallel.barrier("checked the run directory")  # before process 0 writes to it
 
-    enable_compilation_cache()
     import jax
+
+    from agz_jax.engine import enable_compilation_cache
+
+    enable_compilation_cache()
     from rich.console import Console
 
     from agz_jax import run

@@ -101,8 +101,7 @@ def main(argv: list[str] | None = None) -> int:
             done = sweep.read_record(r.dir(args.out))
             # compare configs, not their JSON (which turns tuples into lists)
             if done is not None and type(r.config).from_dict(done["config"]) != r.config:
-                field = selfplay.dataclasses_differ(
-                    r.config, type(r.config).from_dict(done["config"]))
+                field = r.config.first_difference(type(r.config).from_dict(done["config"]))
                 raise ConfigError(f"{r.dir(args.out)} was run with another {field}; "
                                   "choose another --out")
             plans.append((r, flags, done))
@@ -188,7 +187,6 @@ def check_vmappable(plans, out: Path, max_gb: float) -> None:
     be vmapped together (``agz_jax.seeds.check``) or their directories hold
     runs of another config."""
     from agz_jax import checkpoint, run, seeds
-    from experiments.selfplay import dataclasses_differ
 
     for group in groups(plans):
         todo = [r for r, _, done in group if done is None]
@@ -198,7 +196,7 @@ def check_vmappable(plans, out: Path, max_gb: float) -> None:
         for r in todo:  # a killed run of this grid, or another run in the way
             saved = r.dir(out) / "config.json"
             if saved.exists() and checkpoint.read_config(saved.parent) != r.config:
-                field = dataclasses_differ(r.config, checkpoint.read_config(saved.parent))
+                field = r.config.first_difference(checkpoint.read_config(saved.parent))
                 raise ConfigError(f"{saved.parent} was run with another {field}; "
                                   "choose another --out")
 
@@ -224,9 +222,10 @@ def resume_step(run_dirs: list[Path]) -> int | None:
 def run_vmapped(plans, args) -> dict[Path, dict]:
     """Every setting's unfinished seeds as one vmapped group; the records of all runs."""
     from agz_jax import checkpoint, run, seeds, sweep
+    from agz_jax.engine import enable_compilation_cache
     from experiments import selfplay
 
-    selfplay.enable_compilation_cache()
+    enable_compilation_cache()
     records = {}
     settings = groups(plans)
     for number, group in enumerate(settings, 1):

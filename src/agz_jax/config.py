@@ -416,6 +416,33 @@ class Config:
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 
+    def first_difference(self, other: Config, allow: tuple[str, ...] = ()) -> str | None:
+        """The first dotted field (``"search.num_simulations"``) where ``other``
+        differs, or None; fields or whole sections named in ``allow`` are skipped."""
+        mine, theirs = self.to_dict(), other.to_dict()
+        for key in sorted(mine):
+            if key in allow:
+                continue
+            if isinstance(mine[key], dict):
+                for sub in sorted(mine[key]):
+                    if f"{key}.{sub}" not in allow and mine[key][sub] != theirs[key].get(sub):
+                        return f"{key}.{sub}"
+            elif mine[key] != theirs[key]:
+                return key
+        return None
+
+    def check_nets_fit(self, other: Config, name: str) -> None:
+        """Nets trained under ``other`` can be loaded into a run of this config:
+        same board, rule, architecture and input features (ConfigError naming
+        ``name`` and the first field that differs)."""
+        for section in ("game", "net", "features"):
+            mine, theirs = getattr(self, section), getattr(other, section)
+            for f in dataclasses.fields(mine):
+                a, b = getattr(mine, f.name), getattr(theirs, f.name)
+                if a != b:
+                    raise ConfigError(f"{name} has {section}.{f.name} = {b!r}, "
+                                      f"this run needs {a!r}")
+
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
