@@ -131,3 +131,37 @@ def test_vmapped_sweep_records_resume_and_determinism(tmp_path, tmp_path_factory
     other = tmp_path / "other"
     vmapped_sweep(other, "1-2")
     assert hashes(other)[1] == h[1]
+
+
+def test_each_seed_gates_its_own_best_net(monkeypatch):
+    # One trained iteration of seeds 3 and 4 with gating on; the gating scores
+    # are forced per seed (3 wins its match, 4 loses it), so the group must
+    # replace seed 3's best net by its candidate and keep seed 4's.
+    config = get_preset("smoke").replace(**{
+        "iterations": 1, "game.size": 5, "net.filters": 4, "net.value_hidden": 4,
+        "search.num_simulations": 2, "selfplay.num_games": 4, "train.batch_size": 8,
+        "train.min_replay": 1, "train.steps_per_iteration": 1, "gating.enabled": True,
+        "gating.num_games": 2, "gating.num_simulations": 2, "eval.every": 0})
+    group = seeds.build(config, [3, 4])
+    state = seeds.init_state(group)
+    real_score = seeds.arena.score
+    forced = iter([1.0, 0.0])
+    asked = []
+
+    def score(result):
+        asked.append(real_score(result))  # the real match of this seed
+        return asked[-1]._replace(score=next(forced))
+
+    monkeypatch.setattr(seeds.arena, "score", score)
+    new, metrics = seeds.run_iteration(group, state)
+    assert len(asked) == 2 and all(a.games == config.gating.num_games for a in asked)
+    assert [m["gating/score"] for m in metrics] == [1.0, 0.0]
+    assert [m["gating/accepted"] for m in metrics] == [1.0, 0.0]
+    trained, best, before = (jax.tree.leaves(t) for t in
+                             (new.train.variables, new.best, state.best))
+    changed = [any(not np.array_equal(a[i], b[i]) for a, b in zip(trained, before, strict=True))
+               for i in range(2)]
+    assert changed == [True, True]  # both candidates trained
+    for a, b, c in zip(best, trained, before, strict=True):
+        np.testing.assert_array_equal(a[0], b[0])  # seed 3: the candidate
+        np.testing.assert_array_equal(a[1], c[1])  # seed 4: the old best
