@@ -144,12 +144,7 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
     traj, final, stats = comps.selfplay(state.best, k_play)
     stats = jax.device_get(stats)
     t_play = time.perf_counter() - t0
-    moves = int(stats["moves"])
-    metrics.update({f"selfplay/{k}": float(v) for k, v in stats.items()})
-    metrics["time/selfplay_s"] = t_play
-    metrics["speed/games_per_s"] = config.selfplay.num_games / t_play
-    metrics["speed/moves_per_s"] = moves / t_play
-    metrics["speed/sims_per_s"] = moves * config.search.num_simulations / t_play
+    metrics.update(selfplay_metrics(config, stats, t_play))
 
     buffer = comps.ingest(state.replay, traj, final)
     t0 = time.perf_counter()
@@ -164,8 +159,8 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
         for i, k in enumerate(jax.random.split(k_train, config.train.steps_per_iteration)):
             train_state, m = comps.train(train_state, buffer, k)
             if i == 0:
-                metrics.update({f"train/first_{n}": float(np.mean(v)) for n, v in m.items()})
-        metrics.update({f"train/{n}": float(np.mean(v)) for n, v in m.items()})
+                first = m
+        metrics.update(train_metrics(first, m))
     metrics["time/train_s"] = time.perf_counter() - t0
     metrics["train/trained"] = float(trained)
     metrics["replay/size"] = float(np.min(np.asarray(buffer.size)))
@@ -192,6 +187,24 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
         iteration = comps.sharder.replicate(iteration)
     new_state = RunState(iteration, key, train_state, best, buffer)
     return new_state, metrics
+
+
+def selfplay_metrics(config: Config, stats: dict, seconds: float) -> dict:
+    """``selfplay/*``, ``speed/*`` and ``time/selfplay_s`` of one run's self-play
+    phase (``stats``: its scalars on the host; ``seconds``: the phase's wall time)."""
+    moves = int(stats["moves"])
+    return {**{f"selfplay/{k}": float(v) for k, v in stats.items()},
+            "time/selfplay_s": seconds,
+            "speed/games_per_s": config.selfplay.num_games / seconds,
+            "speed/moves_per_s": moves / seconds,
+            "speed/sims_per_s": moves * config.search.num_simulations / seconds}
+
+
+def train_metrics(first: dict, last: dict) -> dict:
+    """``train/first_*`` and ``train/*``: one run's first and last step metrics,
+    averaged over its nets."""
+    return {**{f"train/first_{k}": float(np.mean(v)) for k, v in first.items()},
+            **{f"train/{k}": float(np.mean(v)) for k, v in last.items()}}
 
 
 def evaluate(comps: Components, variables, key) -> dict:

@@ -163,12 +163,7 @@ def run_iteration(group: Group, state: RunState) -> tuple[RunState, list[dict]]:
     stats = jax.device_get(stats)
     t_play = time.perf_counter() - t0
     for i, m in enumerate(metrics):
-        moves = int(stats["moves"][i])
-        m.update({f"selfplay/{k}": float(v[i]) for k, v in stats.items()})
-        m["time/selfplay_s"] = t_play
-        m["speed/games_per_s"] = config.selfplay.num_games / t_play
-        m["speed/moves_per_s"] = moves / t_play
-        m["speed/sims_per_s"] = moves * config.search.num_simulations / t_play
+        m.update(run.selfplay_metrics(config, unstack(stats, i), t_play))
 
     buffer = group.ingest(state.replay, traj, final)
     t0 = time.perf_counter()
@@ -184,8 +179,7 @@ def run_iteration(group: Group, state: RunState) -> tuple[RunState, list[dict]]:
         last = jax.device_get(step_metrics)
         train_state = group.select(jnp.asarray(trained), train_state, state.train)
         for i in np.flatnonzero(trained):
-            metrics[i].update({f"train/first_{k}": float(np.mean(v[i])) for k, v in first.items()})
-            metrics[i].update({f"train/{k}": float(np.mean(v[i])) for k, v in last.items()})
+            metrics[i].update(run.train_metrics(unstack(first, i), unstack(last, i)))
     t_train = time.perf_counter() - t0
     for i, m in enumerate(metrics):
         m["time/train_s"] = t_train
