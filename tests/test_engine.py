@@ -20,8 +20,10 @@ CHUNK = 8
 @pytest.fixture(scope="session")
 def eng(tmp_path_factory):
     # One net (the front ends' tests use Double Networks): half the compilation.
+    # The shipped model searches forced moves only (SearchConfig.forced_moves).
     model = models.load(random_model(tmp_path_factory.mktemp("engine") / "m", SIZE, seed=3,
                                      double=False))
+    model = model._replace(config=model.config.replace(**{"search.forced_moves": True}))
     e = engine.Engine(model, max_simulations=CAPACITY, chunk=CHUNK)
     e.warmup()
     return e
@@ -144,3 +146,38 @@ def test_bad_calls_are_refused(eng):
         eng.analyse(engine.Rules(15), engine.Rules(15).init())
     with pytest.raises(ValueError, match="max_simulations"):
         engine.Engine(eng.model, max_simulations=0)
+
+
+def test_the_tree_grows_only_forced_moves(eng):
+    """With ``search.forced_moves`` every node with a five to make or to block
+    has only those moves expanded, below the root as well as at it (where the
+    engine's own guard would restrict the moves anyway)."""
+    rules = eng.rules()
+    # Black must block white's four at (4, 0), which makes a black four on
+    # column 4; white must block at (4, 4), which makes an open white four on
+    # row 4; black blocks one end, white wins at the other: a chain of nodes
+    # with forced moves only.
+    state = position(rules, [(4, 1), (4, 2), (4, 3), (0, 8), (2, 8), (8, 8), (6, 7)],
+                     [(0, 0), (1, 0), (2, 0), (3, 0), (5, 4), (6, 4), (7, 4)], to_play=0)
+    fns = eng._fns(rules)
+    exact = jnp.asarray(False)
+    states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
+    tree, _ = fns.start(eng.variables, exact, states, jnp.zeros((1, rules.num_actions), bool))
+    tree = fns.chunk(eng.variables, exact, jax.random.PRNGKey(0), tree, jnp.int32(0),
+                     jnp.int32(CAPACITY - 1))
+    t = jax.tree.map(np.asarray, tree)
+    emb = t.embeddings
+    restricted = 0
+    for n in np.flatnonzero((t.children_index[0] >= 0).any(-1)):
+        if emb.done[0, n]:
+            continue
+        board = emb.board[0, n]
+        me = 1 if emb.to_play[0, n] == 0 else -1
+        fives = lambda s, board=board: {
+            a for a in np.flatnonzero(board == 0)
+            if rules.is_win(jnp.asarray(board).at[a].set(s), a)}
+        allowed = fives(me) or fives(-me) or set(np.flatnonzero(board == 0).tolist())
+        expanded = set(np.flatnonzero(t.children_index[0, n] >= 0).tolist())
+        assert expanded <= allowed, (n, expanded - allowed)
+        restricted += len(allowed) < int((board == 0).sum())
+    assert restricted >= 4, restricted

@@ -614,3 +614,38 @@ def test_reference_runs_and_rules():
     assert ref.winning_stones(board, "freestyle") == {1, -1}
     assert ref.winning_stones(board, "standard") == {-1}
     assert ref.longest_run(board, 1) == 6 and ref.longest_run(board, -1) == 5
+
+
+@functools.cache
+def jitted_five_points(size: int, rule: str):
+    return jax.jit(Rules(size, rule).five_points)
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_five_points_match_the_reference(rule):
+    """Rules.five_points: the empty points where a stone would win, for both
+    colours, on random boards where neither colour has won yet (so a win after
+    the move is a win through the point), against the plain-Python rules."""
+    rng = np.random.default_rng(5)
+    found = collections.Counter()
+    for size in (5, 6, 9, 15):
+        five_points = jitted_five_points(size, rule)
+        tried = 0
+        while tried < 40:
+            density = rng.uniform(0.3, 0.9)
+            board = rng.choice([0, 1, -1], size=(size, size),
+                               p=[1 - density, density / 2, density / 2]).astype(np.int8)
+            if ref.winning_stones(board.tolist(), "freestyle"):
+                continue
+            tried += 1
+            for me in (1, -1):
+                got = np.asarray(five_points(jnp.asarray(board.ravel()), jnp.int8(me)))
+                want = np.zeros(size * size, bool)
+                for a in np.flatnonzero(board.ravel() == 0):
+                    after = board.copy().ravel()
+                    after[a] = me
+                    want[a] = me in ref.winning_stones(after.reshape(size, size).tolist(), rule)
+                np.testing.assert_array_equal(
+                    got, want, err_msg=f"{size}x{size} {rule} me={me}\n{board}")
+                found["hit" if want.any() else "none"] += 1
+    assert found["hit"] >= 20 and found["none"] >= 20, found

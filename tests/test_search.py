@@ -13,6 +13,8 @@ to move follows from the stone counts.
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import itertools
 import unittest.mock
 
@@ -49,7 +51,10 @@ def board_of(text: str) -> np.ndarray:
 
 def state_of(text: str) -> State:
     """An unfinished position; black to move iff the stone counts are equal."""
-    board = board_of(text)
+    return state_of_board(board_of(text))
+
+
+def state_of_board(board: np.ndarray) -> State:
     nx, no = int((board == 1).sum()), int((board == -1).sum())
     assert nx in (no, no + 1), (nx, no)
     return State(
@@ -591,6 +596,80 @@ def test_puct_blocks_a_four(searches):
         for b in (2, 3):
             others = (visits[b] > 0) & (np.arange(A) != BLOCK_MOVE)
             assert q[b, BLOCK_MOVE] > q[b, others].max()
+
+
+# --------------------------------------------------------------------------
+# 4b. Forced moves (SearchConfig.forced_moves).
+# --------------------------------------------------------------------------
+
+def forced_reference(board, stone: int) -> set[int]:
+    """The mover's own fives, else the blocks of the opponent's fives, else
+    every empty point."""
+    return (winning_points(board, stone) or winning_points(board, -stone)
+            or {int(a) for a in np.flatnonzero(np.asarray(board) == 0)})
+
+
+def test_search_moves_are_the_forced_ones():
+    rng = np.random.default_rng(3)
+    boards = []
+    while len(boards) < 100:
+        n = int(rng.integers(6, 18))
+        board = np.zeros(A, np.int8)
+        cells = rng.permutation(A)[: 2 * n + int(rng.integers(0, 2))]
+        board[cells[0::2]], board[cells[1::2]] = 1, -1
+        if not has_five(board, 1) and not has_five(board, -1):
+            boards.append(board)
+    boards += [board_of(p) for p in KNOWN_ANSWER_POSITIONS + (MID_BLACK, MID_WHITE)]
+    states = stack([state_of_board(b) for b in boards])
+    legal = np.asarray(jax.vmap(RULES.legal_mask)(states))
+    np.testing.assert_array_equal(np.asarray(search.search_moves(RULES, states)), legal)
+    got = np.asarray(jax.jit(search.search_moves, static_argnums=(0, 2))(RULES, states, True))
+    kinds = collections.Counter()
+    for b, board in enumerate(boards):
+        me = 1 if int(states.to_play[b]) == BLACK else -1
+        want = forced_reference(board, me)
+        assert set(np.flatnonzero(got[b]).tolist()) == want, (b, board.reshape(SIZE, SIZE))
+        kinds["win" if winning_points(board, me) else
+              "block" if winning_points(board, -me) else "free"] += 1
+    assert min(kinds["win"], kinds["block"], kinds["free"]) >= 5, kinds
+
+
+@pytest.fixture(scope="module")
+def forced_searches():
+    out = {}
+    for algorithm in ("puct", "gumbel"):
+        cfg = dataclasses.replace(search_config(algorithm), forced_moves=True)
+
+        def run(variables, key, states, gamma, cfg=cfg):
+            return search.run_search(cfg, RULES, NETS, gamma, variables, key, states)
+
+        out[algorithm] = jax.jit(run)
+    return out
+
+
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_forced_search_expands_only_forced_moves(forced_searches, algorithm):
+    """Every expanded edge of every node is one of that node's forced moves
+    when it has any, and the root plays them: Gumbel, which misses the block
+    with plain search (``test_puct_blocks_a_four``), blocks."""
+    states = stack([state_of(p) for p in (MID_BLACK, MID_WHITE, BLOCK_BLACK, BLOCK_WHITE)])
+    restricted = 0
+    for seed in range(2):
+        out = forced_searches[algorithm](adversarial_variables(seed), jax.random.key(seed),
+                                         states, GAMMA)
+        action = np.asarray(out.action)
+        assert action[1] in {0, 40} and action[2] == BLOCK_MOVE and action[3] == BLOCK_MOVE
+        t = to_numpy(out.search_tree)
+        emb = t.embeddings
+        for b, n in zip(*np.nonzero((t.children_index >= 0).any(-1)), strict=True):
+            if emb.done[b, n]:
+                continue
+            board = emb.board[b, n]
+            allowed = forced_reference(board, 1 if emb.to_play[b, n] == BLACK else -1)
+            expanded = set(np.flatnonzero(t.children_index[b, n] >= 0).tolist())
+            assert expanded <= allowed, (b, n, expanded - allowed)
+            restricted += len(allowed) < int((board == 0).sum())
+    assert restricted >= 20, restricted
 
 
 # --------------------------------------------------------------------------

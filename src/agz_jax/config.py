@@ -136,6 +136,12 @@ class SearchConfig:
     dirichlet_alpha: float = 0.3
     max_considered_actions: int = 16
     """Gumbel only: actions considered at the root."""
+    forced_moves: bool = False
+    """At every node of the tree, search only the forced moves when there are
+    any: the mover's own fives, else the blocks of the opponent's fives. This
+    never changes a position's game value (a five wins at once; any other move
+    lets the opponent's five through) and lets the search read forcing lines
+    (fours) deeply. False is plain AlphaZero search."""
 
     def __post_init__(self):
         _check(self.algorithm in ALGORITHMS, "search.algorithm", f"must be one of {ALGORITHMS}",
@@ -152,6 +158,8 @@ class SearchConfig:
                "search.dirichlet_alpha", "must be > 0", self.dirichlet_alpha)
         _check(_is_int(self.max_considered_actions) and self.max_considered_actions >= 1,
                "search.max_considered_actions", "must be >= 1", self.max_considered_actions)
+        _check(isinstance(self.forced_moves, bool), "search.forced_moves",
+               "must be true or false", self.forced_moves)
 
 
 @dataclass(frozen=True)

@@ -132,6 +132,11 @@ class _EitherRule(Rules):
         freestyle = Rules(self.size, "freestyle").is_win(board, action)
         return jnp.where(self.exact, standard, freestyle)
 
+    def five_points(self, board, me):
+        standard = Rules(self.size, "standard").five_points(board, me)
+        freestyle = Rules(self.size, "freestyle").five_points(board, me)
+        return jnp.where(self.exact, standard, freestyle)
+
 
 @dataclasses.dataclass
 class _Compiled:
@@ -203,7 +208,8 @@ class Engine:
 
         @jax.jit
         def start(variables, exact, states, invalid):
-            root = search.make_root_fn(_EitherRule(size, exact=exact), nets)(variables, states)
+            root = search.make_root_fn(_EitherRule(size, exact=exact), nets,
+                                      cfg.forced_moves)(variables, states)
             root = root.replace(prior_logits=search.mask_logits(root.prior_logits, ~invalid))
             tree = search.start_tree(root, capacity, invalid)
             return tree, jax.nn.softmax(root.prior_logits[0])
@@ -211,7 +217,7 @@ class Engine:
         @functools.partial(jax.jit, donate_argnums=(3,))
         def chunk(variables, exact, key, tree, first, stop):
             recurrent_fn = search.make_recurrent_fn(_EitherRule(size, exact=exact), nets,
-                                                    self.gamma)
+                                                    self.gamma, cfg.forced_moves)
             return search.continue_tree(
                 variables, key, tree, recurrent_fn=recurrent_fn,
                 root_action_selection_fn=functools.partial(select, depth=0),

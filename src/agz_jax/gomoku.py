@@ -152,6 +152,17 @@ class Rules:
             hit = length == 5
         return (me != 0) & jnp.any(hit)
 
+    def five_points(self, board: jax.Array, me: jax.Array) -> jax.Array:
+        """bool[A]: the empty points where a stone ``me`` (+1/-1) would make a
+        winning line (per the rule); ``is_win`` for every point at once."""
+        table = jnp.asarray(_line_table(self.size))
+        padded = jnp.concatenate([board, jnp.zeros(1, board.dtype)])
+        same = padded[table] == me  # [A, 4, 2, 5]
+        run = jnp.cumprod(same.astype(jnp.int32), axis=-1).sum(-1)  # [A, 4, 2]
+        length = 1 + run.sum(-1)  # [A, 4]
+        hit = length >= 5 if self.rule == "freestyle" else length == 5
+        return (board == 0) & jnp.any(hit, axis=-1)
+
     def step(self, state: State, action: jax.Array) -> State:
         """Place a stone of the side to move on ``action``.
 

@@ -47,7 +47,7 @@ from mctx._src import search as mctx_search
 from mctx._src import seq_halving as mctx_seq_halving
 
 from agz_jax.config import SearchConfig, SelfPlayConfig
-from agz_jax.gomoku import Rules, State
+from agz_jax.gomoku import Rules, State, stone
 from agz_jax.networks import Networks
 
 Evaluate = Callable[[object, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
@@ -93,11 +93,31 @@ def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
     return jnp.where(any_legal, masked, jnp.zeros_like(logits))
 
 
-def make_root_fn(rules: Rules, nets: Networks):
+def search_moves(rules: Rules, states: State, forced: bool = False) -> jax.Array:
+    """bool[B, A]: the moves a search may take from each position.
+
+    The legal moves; with ``forced`` (``SearchConfig.forced_moves``) only the
+    forced ones when there are any: the mover's own fives, else the points
+    that block the opponent's fives.
+    """
+    legal = jax.vmap(rules.legal_mask)(states)
+    if not forced:
+        return legal
+
+    def restrict(state: State, legal: jax.Array) -> jax.Array:
+        me = stone(state.to_play)
+        wins = rules.five_points(state.board, me) & legal
+        blocks = rules.five_points(state.board, -me) & legal
+        return jnp.where(jnp.any(wins), wins, jnp.where(jnp.any(blocks), blocks, legal))
+
+    return jax.vmap(restrict)(states, legal)
+
+
+def make_root_fn(rules: Rules, nets: Networks, forced: bool = False):
     def root_fn(variables, states: State) -> mctx.RootFnOutput:
         obs = nets.observe(rules, states)
         logits, value = nets.evaluate(variables, obs, states.to_play)
-        legal = jax.vmap(rules.legal_mask)(states)
+        legal = search_moves(rules, states, forced)
         return mctx.RootFnOutput(
             prior_logits=mask_logits(logits, legal), value=value, embedding=states
         )
@@ -105,13 +125,13 @@ def make_root_fn(rules: Rules, nets: Networks):
     return root_fn
 
 
-def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float):
+def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float, forced: bool = False):
     def recurrent_fn(variables, key, action, states: State):
         del key
         children = jax.vmap(rules.step)(states, action)
         obs = nets.observe(rules, children)
         logits, value = nets.evaluate(variables, obs, children.to_play)
-        legal = jax.vmap(rules.legal_mask)(children)
+        legal = search_moves(rules, children, forced)
         backup = winning_value_decay(states, children, value, gamma)
         out = mctx.RecurrentFnOutput(
             reward=backup.reward,
@@ -379,9 +399,9 @@ def run_search(
     (PUCT) or Gumbel noise (Gumbel), as in self-play.
     """
     n_sims = cfg.num_simulations if num_simulations is None else num_simulations
-    root = make_root_fn(rules, nets)(variables, states)
-    recurrent_fn = make_recurrent_fn(rules, nets, gamma)
-    legal = jax.vmap(rules.legal_mask)(states)
+    root = make_root_fn(rules, nets, cfg.forced_moves)(variables, states)
+    recurrent_fn = make_recurrent_fn(rules, nets, gamma, cfg.forced_moves)
+    legal = search_moves(rules, states, cfg.forced_moves)
     # Finished roots search anyway (their result is ignored) with every action
     # "valid" so that nothing divides by zero.
     invalid = ~legal & jnp.any(legal, axis=-1, keepdims=True)
