@@ -649,3 +649,40 @@ def test_five_points_match_the_reference(rule):
                     got, want, err_msg=f"{size}x{size} {rule} me={me}\n{board}")
                 found["hit" if want.any() else "none"] += 1
     assert found["hit"] >= 20 and found["none"] >= 20, found
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_new_five_points_match_the_reference(rule):
+    """Rules.new_five_points: the five points a stone would have on the lines
+    through it, counted by replaying every empty point with the plain-Python
+    rules, on random boards where the colour has no five point yet (so every
+    five point after the move is on a line through it)."""
+    rng = np.random.default_rng(6)
+    found = collections.Counter()
+    for size in (6, 9, 11):
+        rules = Rules(size, rule)
+        count = jax.jit(rules.new_five_points)
+        tried = 0
+        while tried < 12:
+            density = rng.uniform(0.3, 0.8)
+            board = rng.choice([0, 1, -1], size=size * size,
+                               p=[1 - density, density / 2, density / 2]).astype(np.int8)
+            if ref.winning_stones(board.reshape(size, size).tolist(), "freestyle"):
+                continue
+            tried += 1
+            for me in (1, -1):
+                if np.asarray(rules.five_points(jnp.asarray(board), jnp.int8(me))).any():
+                    continue
+                got = np.asarray(count(jnp.asarray(board), jnp.int8(me)))
+                want = np.zeros(size * size, np.int32)
+                for p in np.flatnonzero(board == 0):
+                    after = board.copy()
+                    after[p] = me
+                    for q in np.flatnonzero(after == 0):
+                        again = after.copy()
+                        again[q] = me
+                        grid = again.reshape(size, size).tolist()
+                        want[p] += me in ref.winning_stones(grid, rule)
+                np.testing.assert_array_equal(got, want, err_msg=f"{size}x{size} {rule}\n{board}")
+                found.update(np.minimum(want[board == 0], 2).tolist())
+    assert found[1] >= 20 and found[2] >= 5, found

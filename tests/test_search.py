@@ -602,10 +602,22 @@ def test_puct_blocks_a_four(searches):
 # 4b. Forced moves (SearchConfig.forced_moves).
 # --------------------------------------------------------------------------
 
+def double_points(board, stone: int) -> set[int]:
+    """Empty points where ``stone`` would have two or more winning points."""
+    out = set()
+    for a in np.flatnonzero(np.asarray(board) == 0):
+        b = np.array(board)
+        b[a] = stone
+        if len(winning_points(b, stone)) >= 2:
+            out.add(int(a))
+    return out
+
+
 def forced_reference(board, stone: int) -> set[int]:
     """The mover's own fives, else the blocks of the opponent's fives, else
-    every empty point."""
+    the mover's open fours and double fours, else every empty point."""
     return (winning_points(board, stone) or winning_points(board, -stone)
+            or double_points(board, stone)
             or {int(a) for a in np.flatnonzero(np.asarray(board) == 0)})
 
 
@@ -630,8 +642,9 @@ def test_search_moves_are_the_forced_ones():
         want = forced_reference(board, me)
         assert set(np.flatnonzero(got[b]).tolist()) == want, (b, board.reshape(SIZE, SIZE))
         kinds["win" if winning_points(board, me) else
-              "block" if winning_points(board, -me) else "free"] += 1
-    assert min(kinds["win"], kinds["block"], kinds["free"]) >= 5, kinds
+              "block" if winning_points(board, -me) else
+              "double" if double_points(board, me) else "free"] += 1
+    assert min(kinds["win"], kinds["block"], kinds["double"], kinds["free"]) >= 3, kinds
 
 
 @pytest.fixture(scope="module")

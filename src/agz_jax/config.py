@@ -138,10 +138,10 @@ class SearchConfig:
     """Gumbel only: actions considered at the root."""
     forced_moves: bool = False
     """At every node of the tree, search only the forced moves when there are
-    any: the mover's own fives, else the blocks of the opponent's fives. This
-    never changes a position's game value (a five wins at once; any other move
-    lets the opponent's five through) and lets the search read forcing lines
-    (fours) deeply. False is plain AlphaZero search."""
+    any: the mover's own fives, else the blocks of the opponent's fives, else
+    the mover's open fours and double fours (``search.search_moves``). This
+    never changes a position's game value and lets the search read forcing
+    lines deeply. False is plain AlphaZero search."""
 
     def __post_init__(self):
         _check(self.algorithm in ALGORITHMS, "search.algorithm", f"must be one of {ALGORITHMS}",

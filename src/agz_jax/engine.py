@@ -137,6 +137,11 @@ class _EitherRule(Rules):
         freestyle = Rules(self.size, "freestyle").five_points(board, me)
         return jnp.where(self.exact, standard, freestyle)
 
+    def new_five_points(self, board, me):
+        standard = Rules(self.size, "standard").new_five_points(board, me)
+        freestyle = Rules(self.size, "freestyle").new_five_points(board, me)
+        return jnp.where(self.exact, standard, freestyle)
+
 
 @dataclasses.dataclass
 class _Compiled:

@@ -98,6 +98,22 @@ def _line_table(size: int) -> np.ndarray:
     return table
 
 
+@functools.cache
+def _window_table(size: int) -> np.ndarray:
+    """int32[A, 4, 11]: the points at offsets -5..5 from each point along each
+    direction; ``A`` (a padding slot) when off the board."""
+    a = size * size
+    table = np.full((a, 4, 11), a, dtype=np.int32)
+    for p in range(a):
+        r, c = divmod(p, size)
+        for d, (dr, dc) in enumerate(_DIRECTIONS):
+            for i, k in enumerate(range(-5, 6)):
+                rr, cc = r + k * dr, c + k * dc
+                if 0 <= rr < size and 0 <= cc < size:
+                    table[p, d, i] = rr * size + cc
+    return table
+
+
 @dataclasses.dataclass(frozen=True)
 class Rules:
     """The game: board ``size`` (5..19) and ``rule`` ('freestyle' or 'standard')."""
@@ -162,6 +178,35 @@ class Rules:
         length = 1 + run.sum(-1)  # [A, 4]
         hit = length >= 5 if self.rule == "freestyle" else length == 5
         return (board == 0) & jnp.any(hit, axis=-1)
+
+    def new_five_points(self, board: jax.Array, me: jax.Array) -> jax.Array:
+        """int32[A]: how many five points (``five_points``) a stone ``me`` on
+        each empty point would have on the lines through it: 2 or more for an
+        open four or a double four, 1 for a four; 0 on occupied points.
+
+        A five point made by the move lies on a line through it, within 4 of
+        it, so the 11 points around it on each line decide: the run through
+        both stones is read inside them, and one that reaches their ends is
+        an overline (at least 6).
+        """
+        window = jnp.asarray(_window_table(self.size))
+        padded = jnp.concatenate([board, jnp.full((1,), 2, board.dtype)])  # 2: off the board
+        vals = padded[window]  # [A, 4, 11]; index 5 is the point itself
+        offsets = np.array([-4, -3, -2, -1, 1, 2, 3, 4]) + 5
+        pos = np.arange(11)
+        # [8, 11]: the two stones (the point and the five point) of each offset.
+        added = (pos[None, :] == 5) | (pos[None, :] == offsets[:, None])
+        own = (vals[:, :, None, :] == me) | jnp.asarray(added)[None, None]  # [A, 4, 8, 11]
+        right = jnp.cumprod(own[..., 6:].astype(jnp.int32), axis=-1).sum(-1)
+        left = jnp.cumprod(own[..., 4::-1].astype(jnp.int32), axis=-1).sum(-1)
+        length = 1 + left + right  # the run through the point, [A, 4, 8]
+        k = offsets - 5
+        reaches = jnp.where(k[None, None, :] > 0, right >= k[None, None, :],
+                            left >= -k[None, None, :])  # the run contains the five point
+        hit = length >= 5 if self.rule == "freestyle" else length == 5
+        empty_there = vals[:, :, offsets] == 0  # [A, 4, 8]
+        count = jnp.sum(hit & reaches & empty_there, axis=(-1, -2))
+        return jnp.where(board == 0, count, 0).astype(jnp.int32)
 
     def step(self, state: State, action: jax.Array) -> State:
         """Place a stone of the side to move on ``action``.

@@ -97,8 +97,17 @@ def search_moves(rules: Rules, states: State, forced: bool = False) -> jax.Array
     """bool[B, A]: the moves a search may take from each position.
 
     The legal moves; with ``forced`` (``SearchConfig.forced_moves``) only the
-    forced ones when there are any: the mover's own fives, else the points
-    that block the opponent's fives.
+    first kind present of:
+
+    1. the mover's fives (a win now);
+    2. the points that block the opponent's fives (any other move loses);
+    3. the mover's moves that make two five points at once, an open four or a
+       double four (a win in three plies: neither side has a five point, so
+       the opponent can block only one, and a four it makes instead is
+       answered by the mover's five).
+
+    None of them changes a position's game value, so the search stays sound
+    while it reads forcing lines deeply.
     """
     legal = jax.vmap(rules.legal_mask)(states)
     if not forced:
@@ -108,7 +117,9 @@ def search_moves(rules: Rules, states: State, forced: bool = False) -> jax.Array
         me = stone(state.to_play)
         wins = rules.five_points(state.board, me) & legal
         blocks = rules.five_points(state.board, -me) & legal
-        return jnp.where(jnp.any(wins), wins, jnp.where(jnp.any(blocks), blocks, legal))
+        doubles = (rules.new_five_points(state.board, me) >= 2) & legal
+        return jnp.select([jnp.any(wins), jnp.any(blocks), jnp.any(doubles)],
+                          [wins, blocks, doubles], legal)
 
     return jax.vmap(restrict)(states, legal)
 
