@@ -246,14 +246,16 @@ def time_evaluate(evaluate, variables, obs, to_play, reps: int, repeats: int) ->
 # ------------------------------------------------------------------------ measures
 
 
-def bench_search(rules, nets, variables, states, args, repeats: int, reps: int) -> dict:
-    """Self-play moves and the net alone (``nets.evaluate`` on the root batch).
+def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
+                 forced: bool = False) -> dict:
+    """Self-play moves and the net alone (``nets.evaluate`` on the root batch);
+    ``forced``: the search restricted to forced moves (``search.forced_moves``).
 
     Both are compiled ahead of time (so even a first run is compile-free) and
     timed alternately, fwd / self-play / fwd / ... / fwd, each the best of its
     runs, so that the overhead ratio compares runs made under the same load.
     """
-    cfg = SearchConfig(num_simulations=args.sims)
+    cfg = SearchConfig(num_simulations=args.sims, forced_moves=forced)
     key = jax.random.PRNGKey(args.seed)
     obs = nets.observe(rules, states)
     play, compile_s = compile_timed(make_moves(rules, nets, cfg, args.moves), variables, key,
@@ -496,6 +498,12 @@ def run(args: argparse.Namespace, command: str) -> dict:
                 "single_net_evals_per_s": t(single.evaluate, one),
             }
 
+    log("double: self-play with search.forced_moves")
+    forced = bench_search(rules, nets, variables, states, args, repeats, reps, forced=True)
+    results["forced_moves"] = {
+        "sims_per_s": forced["sims_per_s"], "selfplay_compile_s": forced["selfplay_compile_s"],
+        "cost": results["double"]["sims_per_s"] / forced["sims_per_s"]}
+
     if args.devices:
         results["devices"] = bench_devices(args)
     levels = (0, 1) if args.quick else (0, 1, 2, 3)
@@ -575,6 +583,12 @@ def table(report: dict) -> str:
             ("per-position param gather (vmap, in_axes=(0, 0))", "gather_evals_per_s"),
             ("both nets one after the other, select", "sequential_evals_per_s"),
             ("single net (reference: one net, no selection)", "single_net_evals_per_s"))),
+        "",
+        f"Self-play with search.forced_moves (double nets): "
+        f"{res['forced_moves']['sims_per_s']:,.0f} simulations/s, "
+        f"{res['forced_moves']['cost']:.2f}x the time of plain search per simulation "
+        f"(the forced moves of every node are found on the board: fives, blocks, "
+        f"open and double fours).",
         "",
         "search overhead = (time per move) / ((sims + 1) x time of one batched evaluation).",
         "Timings are the best of a few runs, compile excluded; the machine may be shared.",
