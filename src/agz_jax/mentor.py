@@ -273,6 +273,20 @@ def features(rules: Rules, board: jax.Array, to_play: jax.Array):
     }
 
 
+TIER_NAMES = {5: "complete a five", 4: "block a four", 3: "make an open four",
+              2: "make a double four or four-three", 1: "stop an open three"}
+
+
+def urgent_moves(rules: Rules, board: jax.Array, to_play: jax.Array):
+    """(tier int32[], moves bool[A]): the most urgent tactic the mentor sees for
+    the side to move (``TIER_NAMES``; 0 when there is none) and the points
+    that carry it out (every candidate when the tier is 0)."""
+    f = features(rules, board, to_play)
+    tier = jnp.where(f["candidate"], f["tier"], -1)
+    top = jnp.maximum(jnp.max(tier), 0)
+    return top, f["candidate"] & (f["tier"] == top)
+
+
 def candidate_order(f) -> tuple[jax.Array, jax.Array]:
     """(order key int32[A] with -1 for excluded points, urgent tier int32[]).
 

@@ -1,0 +1,61 @@
+"""experiments.tactics: the mentor's tactics a player carried out or missed,
+counted on hand-made 9x9 games."""
+
+import json
+
+from agz_jax import records
+from experiments import tactics
+
+SIZE = 9
+
+
+def at(row, col):
+    return row * SIZE + col
+
+
+def four_on_row_0(white_reply):
+    """Black fills row 0 from the edge: (0,0)..(0,3) is a four whose only five
+    point is (0,4); white's 4th move is ``white_reply``."""
+    black = [at(0, 0), at(0, 1), at(0, 2), at(0, 3)]
+    white = [at(4, 4), at(6, 6), at(8, 2), white_reply]
+    moves = [m for pair in zip(black, white, strict=True) for m in pair]
+    if white_reply != at(0, 4):
+        moves.append(at(0, 4))  # black's five
+    return moves
+
+
+def write_games(directory, games):
+    directory.mkdir()
+    for i, (moves, black, white) in enumerate(games):
+        records.write_psq(directory / f"game_{i:04d}.psq", moves, SIZE,
+                          trailer=(f"black: {black}", f"white: {white}"))
+
+
+def test_counts_a_missed_and_a_made_block(tmp_path, capsys):
+    games = tmp_path / "games"
+    write_games(games, [(four_on_row_0(at(8, 8)), "mentor:0", "student"),
+                        (four_on_row_0(at(0, 4)), "mentor:0", "student")])
+    report = tactics.count(games, "student", skip=2)
+    assert report["games"] == 2 and report["as_black"] == 0
+    assert report["moves"] == 6  # white's plies 3, 5, 7 in each game
+    assert report["tactics"]["block a four"] == {"seen": 2, "missed": 1}
+    assert sum(r["seen"] for r in report["tactics"].values()) == 2
+    # Black, by default the player (the first game's black): it completed its five.
+    black = tactics.count(games, None, skip=0)
+    assert black["player"] == "mentor:0" and black["as_black"] == 2
+    assert black["tactics"]["complete a five"] == {"seen": 1, "missed": 0}
+    assert tactics.main([str(games), "--player", "student", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == report
+
+
+def test_bad_input_is_named(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert tactics.main([str(empty)]) == 2
+    assert "no .psq games" in capsys.readouterr().err
+    games = tmp_path / "games"
+    write_games(games, [(four_on_row_0(at(8, 8)), "a", "b")])
+    assert tactics.main([str(games), "--player", "nobody"]) == 2
+    assert "no game names 'nobody'" in capsys.readouterr().err
+    assert tactics.main([str(games), "--skip", "-1"]) == 2
+    assert "--skip" in capsys.readouterr().err
