@@ -234,12 +234,7 @@ class Engine:
 
         @jax.jit
         def threats(exact, board, me):
-            rules = _EitherRule(size, exact=exact)
-
-            def makes_five(a):
-                return (board[a] == 0) & rules.is_win(board.at[a].set(me), a)
-
-            return jax.vmap(makes_five)(jnp.arange(rules.num_actions))
+            return _EitherRule(size, exact=exact).five_points(board, me)
 
         @jax.jit
         def wins_on_board(exact, board):
