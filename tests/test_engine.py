@@ -20,10 +20,12 @@ CHUNK = 8
 @pytest.fixture(scope="session")
 def eng(tmp_path_factory):
     # One net (the front ends' tests use Double Networks): half the compilation.
-    # The shipped model searches forced moves only (SearchConfig.forced_moves).
+    # The shipped model searches forced moves only (SearchConfig.forced_moves,
+    # answer_threats).
     model = models.load(random_model(tmp_path_factory.mktemp("engine") / "m", SIZE, seed=3,
                                      double=False))
-    model = model._replace(config=model.config.replace(**{"search.forced_moves": True}))
+    model = model._replace(config=model.config.replace(
+        **{"search.forced_moves": True, "search.answer_threats": True}))
     e = engine.Engine(model, max_simulations=CAPACITY, chunk=CHUNK)
     e.warmup()
     return e
@@ -181,3 +183,21 @@ def test_the_tree_grows_only_forced_moves(eng):
         assert expanded <= allowed, (n, expanded - allowed)
         restricted += len(allowed) < int((board == 0).sum())
     assert restricted >= 4, restricted
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_an_open_three_is_answered_in_the_tree(eng, exact):
+    """With ``search.answer_threats`` the root of a position where white has
+    an open three (and black no four to make) expands only the two points
+    that stop it, under either rule; the far points (1, 2) and (7, 2) do not
+    stop it (white's four would still be open)."""
+    rules = eng.rules()
+    state = position(rules, [(0, 8), (8, 8), (4, 6)], [(3, 2), (4, 2), (5, 2)], to_play=0)
+    fns = eng._fns(rules)
+    states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
+    tree, _ = fns.start(eng.variables, jnp.asarray(exact), states,
+                        jnp.zeros((1, rules.num_actions), bool))
+    tree = fns.chunk(eng.variables, jnp.asarray(exact), jax.random.PRNGKey(0), tree,
+                     jnp.int32(0), jnp.int32(CAPACITY - 1))
+    expanded = set(np.flatnonzero(np.asarray(tree.children_index[0, 0]) >= 0).tolist())
+    assert expanded == {at(2, 2), at(6, 2)}

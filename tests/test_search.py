@@ -647,6 +647,82 @@ def test_search_moves_are_the_forced_ones():
     assert min(kinds["win"], kinds["block"], kinds["double"], kinds["free"]) >= 3, kinds
 
 
+LINE_ARRAY = np.asarray(LINES)
+
+
+def fives_points_np(board, stone: int) -> np.ndarray:
+    """bool[A]: ``winning_points`` as a mask, every empty point tried at once."""
+    boards = np.repeat(np.asarray(board)[None], A, axis=0)
+    boards[np.arange(A), np.arange(A)] = stone
+    return (np.asarray(board) == 0) & (boards[:, LINE_ARRAY] == stone).all(-1).any(-1)
+
+
+def threat_answers_reference(board, stone: int) -> set[int]:
+    """When the opponent has open-four / double-four points: the mover's fours
+    and the points after which the opponent has none, found by playing every
+    empty point and then every reply."""
+    out = set()
+    for p in np.flatnonzero(np.asarray(board) == 0):
+        after = np.array(board)
+        after[p] = stone
+        if fives_points_np(after, stone).any() or not has_doubles(after, -stone):
+            out.add(int(p))
+    return out
+
+
+def has_doubles(board, stone: int) -> bool:
+    """``double_points`` is not empty (numpy)."""
+    return any(fives_points_np(np.where(np.arange(A) == a, stone, board), stone).sum() >= 2
+               for a in np.flatnonzero(np.asarray(board) == 0))
+
+
+def random_threat_boards(n: int, seed: int) -> list[np.ndarray]:
+    """Boards without fives where the mover has no five, no five to block and
+    no open four to make, but the opponent has an open-four point."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < n:
+        k = int(rng.integers(4, 12))
+        board = np.zeros(A, np.int8)
+        cells = rng.permutation(A)[: 2 * k]
+        board[cells[0::2]], board[cells[1::2]] = 1, -1
+        if has_five(board, 1) or has_five(board, -1):
+            continue
+        if (not fives_points_np(board, 1).any() and not fives_points_np(board, -1).any()
+                and not has_doubles(board, 1) and has_doubles(board, -1)):
+            out.append(board)
+    return out
+
+
+def test_threat_answers_are_the_moves_that_do_not_lose():
+    """Tier 4 (``answer_threats``) against the brute-force reference: exact
+    when every candidate is checked; with few checked, never fewer moves."""
+    boards = random_threat_boards(24, seed=5)
+    states = stack([state_of_board(b) for b in boards])
+    answers = [threat_answers_reference(b, 1) for b in boards]
+    # No answer at all (two threats that no stone stops): every move searched.
+    want = [a or set(np.flatnonzero(b == 0).tolist()) for a, b in zip(answers, boards, strict=True)]
+    assert sum(0 < len(a) < int((b == 0).sum()) for a, b in zip(answers, boards, strict=True)) >= 20
+    fn = lambda s: search.search_moves(RULES, s, True, True)  # noqa: E731
+    with unittest.mock.patch.multiple(search, ANSWER_CANDIDATES=A, THREATS_CHECKED=A):
+        exact = np.asarray(jax.jit(fn)(states))
+    for b in range(len(boards)):
+        assert set(np.flatnonzero(exact[b]).tolist()) == want[b], (b, boards[b].reshape(7, 7))
+    with unittest.mock.patch.multiple(search, ANSWER_CANDIDATES=2, THREATS_CHECKED=1):
+        loose = np.asarray(jax.jit(lambda s: fn(s))(states))
+    some = np.array([bool(a) for a in answers])  # (with none, loose may skip the fallback)
+    assert (loose[some] >= exact[some]).all() and (loose[some] > exact[some]).any()
+    # Without answer_threats these positions are unrestricted.
+    plain = np.asarray(jax.jit(search.search_moves, static_argnums=(0, 2))(RULES, states, True))
+    np.testing.assert_array_equal(plain, np.asarray(jax.vmap(RULES.legal_mask)(states)))
+
+
+def test_answer_threats_needs_forced_moves():
+    with pytest.raises(ValueError, match="search.answer_threats.*forced_moves"):
+        SearchConfig(answer_threats=True)
+    assert SearchConfig(forced_moves=True, answer_threats=True).answer_threats
+
+
 @pytest.fixture(scope="module")
 def forced_searches():
     out = {}

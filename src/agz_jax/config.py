@@ -142,6 +142,11 @@ class SearchConfig:
     the mover's open fours and double fours (``search.search_moves``). This
     never changes a position's game value and lets the search read forcing
     lines deeply. False is plain AlphaZero search."""
+    answer_threats: bool = False
+    """With ``forced_moves``, a fourth kind: when the opponent can make an open
+    four or a double four, search only the mover's fours and the moves that
+    leave the opponent no such move (``search.threat_answers``); every other
+    move loses in four plies."""
 
     def __post_init__(self):
         _check(self.algorithm in ALGORITHMS, "search.algorithm", f"must be one of {ALGORITHMS}",
@@ -160,6 +165,10 @@ class SearchConfig:
                "search.max_considered_actions", "must be >= 1", self.max_considered_actions)
         _check(isinstance(self.forced_moves, bool), "search.forced_moves",
                "must be true or false", self.forced_moves)
+        _check(isinstance(self.answer_threats, bool), "search.answer_threats",
+               "must be true or false", self.answer_threats)
+        _check(self.forced_moves or not self.answer_threats, "search.answer_threats",
+               "needs search.forced_moves (it is their fourth kind)", self.answer_threats)
 
 
 @dataclass(frozen=True)

@@ -137,9 +137,9 @@ class _EitherRule(Rules):
         freestyle = Rules(self.size, "freestyle").five_points(board, me)
         return jnp.where(self.exact, standard, freestyle)
 
-    def new_five_points(self, board, me):
-        standard = Rules(self.size, "standard").new_five_points(board, me)
-        freestyle = Rules(self.size, "freestyle").new_five_points(board, me)
+    def window_five_count(self, vals, me):
+        standard = Rules(self.size, "standard").window_five_count(vals, me)
+        freestyle = Rules(self.size, "freestyle").window_five_count(vals, me)
         return jnp.where(self.exact, standard, freestyle)
 
 
@@ -214,7 +214,7 @@ class Engine:
         @jax.jit
         def start(variables, exact, states, invalid):
             root = search.make_root_fn(_EitherRule(size, exact=exact), nets,
-                                      cfg.forced_moves)(variables, states)
+                                      cfg.forced_moves, cfg.answer_threats)(variables, states)
             root = root.replace(prior_logits=search.mask_logits(root.prior_logits, ~invalid))
             tree = search.start_tree(root, capacity, invalid)
             return tree, jax.nn.softmax(root.prior_logits[0])
@@ -222,7 +222,8 @@ class Engine:
         @functools.partial(jax.jit, donate_argnums=(3,))
         def chunk(variables, exact, key, tree, first, stop):
             recurrent_fn = search.make_recurrent_fn(_EitherRule(size, exact=exact), nets,
-                                                    self.gamma, cfg.forced_moves)
+                                                    self.gamma, cfg.forced_moves,
+                                                    cfg.answer_threats)
             return search.continue_tree(
                 variables, key, tree, recurrent_fn=recurrent_fn,
                 root_action_selection_fn=functools.partial(select, depth=0),

@@ -99,7 +99,7 @@ def _line_table(size: int) -> np.ndarray:
 
 
 @functools.cache
-def _window_table(size: int) -> np.ndarray:
+def line_window_table(size: int) -> np.ndarray:
     """int32[A, 4, 11]: the points at offsets -5..5 from each point along each
     direction; ``A`` (a padding slot) when off the board."""
     a = size * size
@@ -112,6 +112,18 @@ def _window_table(size: int) -> np.ndarray:
                 if 0 <= rr < size and 0 <= cc < size:
                     table[p, d, i] = rr * size + cc
     return table
+
+
+@functools.cache
+def reach_table(size: int) -> np.ndarray:
+    """bool[A, A]: ``[t, p]`` when ``p`` is ``t`` or lies within 5 of it on one
+    of its four lines, the points whose stone can change ``t``'s entry of
+    ``Rules.new_five_points``."""
+    window = line_window_table(size)
+    a = size * size
+    table = np.zeros((a, a + 1), bool)
+    np.put_along_axis(table, window.reshape(a, -1), True, axis=1)
+    return table[:, :a]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,24 +201,28 @@ class Rules:
         both stones is read inside them, and one that reaches their ends is
         an overline (at least 6).
         """
-        window = jnp.asarray(_window_table(self.size))
+        window = jnp.asarray(line_window_table(self.size))
         padded = jnp.concatenate([board, jnp.full((1,), 2, board.dtype)])  # 2: off the board
-        vals = padded[window]  # [A, 4, 11]; index 5 is the point itself
+        count = self.window_five_count(padded[window], me)
+        return jnp.where(board == 0, count, 0)
+
+    def window_five_count(self, vals: jax.Array, me: jax.Array) -> jax.Array:
+        """int32[...]: ``new_five_points`` of one point from its lines ``vals``
+        int[..., 4, 11] (``line_window_table``: index 5 is the point itself,
+        read as ``me`` whatever it holds; 2 is off the board)."""
         offsets = np.array([-4, -3, -2, -1, 1, 2, 3, 4]) + 5
         pos = np.arange(11)
         # [8, 11]: the two stones (the point and the five point) of each offset.
         added = (pos[None, :] == 5) | (pos[None, :] == offsets[:, None])
-        own = (vals[:, :, None, :] == me) | jnp.asarray(added)[None, None]  # [A, 4, 8, 11]
+        own = (vals[..., None, :] == me) | jnp.asarray(added)  # [..., 4, 8, 11]
         right = jnp.cumprod(own[..., 6:].astype(jnp.int32), axis=-1).sum(-1)
         left = jnp.cumprod(own[..., 4::-1].astype(jnp.int32), axis=-1).sum(-1)
-        length = 1 + left + right  # the run through the point, [A, 4, 8]
+        length = 1 + left + right  # the run through the point, [..., 4, 8]
         k = offsets - 5
-        reaches = jnp.where(k[None, None, :] > 0, right >= k[None, None, :],
-                            left >= -k[None, None, :])  # the run contains the five point
+        reaches = jnp.where(k > 0, right >= k, left >= -k)  # the run contains the five point
         hit = length >= 5 if self.rule == "freestyle" else length == 5
-        empty_there = vals[:, :, offsets] == 0  # [A, 4, 8]
-        count = jnp.sum(hit & reaches & empty_there, axis=(-1, -2))
-        return jnp.where(board == 0, count, 0).astype(jnp.int32)
+        empty_there = vals[..., offsets] == 0  # [..., 4, 8]
+        return jnp.sum(hit & reaches & empty_there, axis=(-1, -2)).astype(jnp.int32)
 
     def step(self, state: State, action: jax.Array) -> State:
         """Place a stone of the side to move on ``action``.

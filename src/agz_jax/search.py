@@ -47,7 +47,7 @@ from mctx._src import search as mctx_search
 from mctx._src import seq_halving as mctx_seq_halving
 
 from agz_jax.config import SearchConfig, SelfPlayConfig
-from agz_jax.gomoku import Rules, State, stone
+from agz_jax.gomoku import Rules, State, line_window_table, reach_table, stone
 from agz_jax.networks import Networks
 
 Evaluate = Callable[[object, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
@@ -93,7 +93,52 @@ def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
     return jnp.where(any_legal, masked, jnp.zeros_like(logits))
 
 
-def search_moves(rules: Rules, states: State, forced: bool = False) -> jax.Array:
+ANSWER_CANDIDATES = 32
+"""Points checked exactly as answers to the opponent's open-four threats."""
+THREATS_CHECKED = 8
+"""Threat points they are checked against; with more, no answer is checked."""
+
+
+def threat_answers(rules: Rules, board: jax.Array, me: jax.Array) -> jax.Array:
+    """bool[A]: the moves of ``me`` that do not lose at once to the opponent's
+    open-four threats (its points of ``new_five_points >= 2``).
+
+    They are ``me``'s fours (a five point the opponent must block first) and
+    the points after which the opponent has no such threat left. Any other
+    move loses: the opponent makes two five points, and ``me`` has no five to
+    play first. A stone changes a point's ``new_five_points`` only within 5 of
+    it on a line (``reach_table``), so an answer lies within reach of every
+    threat; the first ``ANSWER_CANDIDATES`` such points are checked by
+    re-reading the threats' lines with the stone on them, any further ones
+    (and all of them when there are more than ``THREATS_CHECKED`` threats)
+    are allowed unchecked.
+    """
+    empty = board == 0
+    threats = rules.new_five_points(board, -me) >= 2
+    n_threats = jnp.sum(threats)
+    reach = jnp.asarray(reach_table(rules.size), jnp.int32)
+    candidates = empty & ((threats.astype(jnp.int32) @ reach) == n_threats)
+
+    n_t = min(THREATS_CHECKED, board.shape[0])
+    n_p = min(ANSWER_CANDIDATES, board.shape[0])
+    _, t = jax.lax.top_k(threats.astype(jnp.int32), n_t)
+    _, p = jax.lax.top_k(candidates.astype(jnp.int32), n_p)
+    windows = jnp.asarray(line_window_table(rules.size))[t]  # [n_t, 4, 11]
+    padded = jnp.concatenate([board, jnp.full((1,), 2, board.dtype)])
+    lines = jnp.where(windows == p[:, None, None, None], me.astype(board.dtype),
+                      padded[windows])  # [n_p, n_t, 4, 11]: the threats' lines after p
+    gone = ((rules.window_five_count(lines, -me) < 2) | (p[:, None] == t[None, :])
+            | ~threats[t][None, :])
+    checked = candidates[p] & (n_threats <= n_t)
+    none = jnp.zeros_like(candidates)
+    answers = none.at[p].set(checked & jnp.all(gone, axis=-1))
+    unchecked = candidates & ~none.at[p].set(checked)
+    fours = rules.new_five_points(board, me) >= 1
+    return fours | answers | unchecked
+
+
+def search_moves(rules: Rules, states: State, forced: bool = False,
+                 answer_threats: bool = False) -> jax.Array:
     """bool[B, A]: the moves a search may take from each position.
 
     The legal moves; with ``forced`` (``SearchConfig.forced_moves``) only the
@@ -104,7 +149,11 @@ def search_moves(rules: Rules, states: State, forced: bool = False) -> jax.Array
     3. the mover's moves that make two five points at once, an open four or a
        double four (a win in three plies: neither side has a five point, so
        the opponent can block only one, and a four it makes instead is
-       answered by the mover's five).
+       answered by the mover's five);
+    4. with ``answer_threats`` too (``SearchConfig.answer_threats``), when the
+       opponent can make an open four or a double four: the mover's fours and
+       the moves that leave the opponent no such move (``threat_answers``);
+       any other move loses in four plies.
 
     None of them changes a position's game value, so the search stays sound
     while it reads forcing lines deeply.
@@ -118,17 +167,22 @@ def search_moves(rules: Rules, states: State, forced: bool = False) -> jax.Array
         wins = rules.five_points(state.board, me) & legal
         blocks = rules.five_points(state.board, -me) & legal
         doubles = (rules.new_five_points(state.board, me) >= 2) & legal
-        return jnp.select([jnp.any(wins), jnp.any(blocks), jnp.any(doubles)],
-                          [wins, blocks, doubles], legal)
+        kinds, moves = [jnp.any(wins), jnp.any(blocks), jnp.any(doubles)], [wins, blocks, doubles]
+        if answer_threats:
+            answers = threat_answers(rules, state.board, me) & legal
+            kinds.append(jnp.any(answers) & jnp.any(rules.new_five_points(state.board, -me) >= 2))
+            moves.append(answers)
+        return jnp.select(kinds, moves, legal)
 
     return jax.vmap(restrict)(states, legal)
 
 
-def make_root_fn(rules: Rules, nets: Networks, forced: bool = False):
+def make_root_fn(rules: Rules, nets: Networks, forced: bool = False,
+                 answer_threats: bool = False):
     def root_fn(variables, states: State) -> mctx.RootFnOutput:
         obs = nets.observe(rules, states)
         logits, value = nets.evaluate(variables, obs, states.to_play)
-        legal = search_moves(rules, states, forced)
+        legal = search_moves(rules, states, forced, answer_threats)
         return mctx.RootFnOutput(
             prior_logits=mask_logits(logits, legal), value=value, embedding=states
         )
@@ -136,13 +190,14 @@ def make_root_fn(rules: Rules, nets: Networks, forced: bool = False):
     return root_fn
 
 
-def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float, forced: bool = False):
+def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float, forced: bool = False,
+                      answer_threats: bool = False):
     def recurrent_fn(variables, key, action, states: State):
         del key
         children = jax.vmap(rules.step)(states, action)
         obs = nets.observe(rules, children)
         logits, value = nets.evaluate(variables, obs, children.to_play)
-        legal = search_moves(rules, children, forced)
+        legal = search_moves(rules, children, forced, answer_threats)
         backup = winning_value_decay(states, children, value, gamma)
         out = mctx.RecurrentFnOutput(
             reward=backup.reward,
@@ -410,9 +465,10 @@ def run_search(
     (PUCT) or Gumbel noise (Gumbel), as in self-play.
     """
     n_sims = cfg.num_simulations if num_simulations is None else num_simulations
-    root = make_root_fn(rules, nets, cfg.forced_moves)(variables, states)
-    recurrent_fn = make_recurrent_fn(rules, nets, gamma, cfg.forced_moves)
-    legal = search_moves(rules, states, cfg.forced_moves)
+    forced = (cfg.forced_moves, cfg.answer_threats)
+    root = make_root_fn(rules, nets, *forced)(variables, states)
+    recurrent_fn = make_recurrent_fn(rules, nets, gamma, *forced)
+    legal = search_moves(rules, states, *forced)
     # Finished roots search anyway (their result is ignored) with every action
     # "valid" so that nothing divides by zero.
     invalid = ~legal & jnp.any(legal, axis=-1, keepdims=True)
