@@ -247,15 +247,15 @@ def time_evaluate(evaluate, variables, obs, to_play, reps: int, repeats: int) ->
 
 
 def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
-                 forced: bool = False) -> dict:
+                 **search_options) -> dict:
     """Self-play moves and the net alone (``nets.evaluate`` on the root batch);
-    ``forced``: the search restricted to forced moves (``search.forced_moves``).
+    ``search_options``: ``SearchConfig`` fields, e.g. ``forced_moves=True``.
 
     Both are compiled ahead of time (so even a first run is compile-free) and
     timed alternately, fwd / self-play / fwd / ... / fwd, each the best of its
     runs, so that the overhead ratio compares runs made under the same load.
     """
-    cfg = SearchConfig(num_simulations=args.sims, forced_moves=forced)
+    cfg = SearchConfig(num_simulations=args.sims, **search_options)
     key = jax.random.PRNGKey(args.seed)
     obs = nets.observe(rules, states)
     play, compile_s = compile_timed(make_moves(rules, nets, cfg, args.moves), variables, key,
@@ -499,10 +499,14 @@ def run(args: argparse.Namespace, command: str) -> dict:
             }
 
     log("double: self-play with search.forced_moves")
-    forced = bench_search(rules, nets, variables, states, args, repeats, reps, forced=True)
-    results["forced_moves"] = {
-        "sims_per_s": forced["sims_per_s"], "selfplay_compile_s": forced["selfplay_compile_s"],
-        "cost": results["double"]["sims_per_s"] / forced["sims_per_s"]}
+    for name, options in (("forced_moves", {"forced_moves": True}),
+                          ("answer_threats", {"forced_moves": True, "answer_threats": True})):
+        if name == "answer_threats":
+            log("double: self-play with search.forced_moves and search.answer_threats")
+        forced = bench_search(rules, nets, variables, states, args, repeats, reps, **options)
+        results[name] = {
+            "sims_per_s": forced["sims_per_s"], "selfplay_compile_s": forced["selfplay_compile_s"],
+            "cost": results["double"]["sims_per_s"] / forced["sims_per_s"]}
 
     if args.devices:
         results["devices"] = bench_devices(args)
@@ -589,6 +593,10 @@ def table(report: dict) -> str:
         f"{res['forced_moves']['cost']:.2f}x the time of plain search per simulation "
         f"(the forced moves of every node are found on the board: fives, blocks, "
         f"open and double fours).",
+        f"With search.answer_threats as well: "
+        f"{res['answer_threats']['sims_per_s']:,.0f} simulations/s, "
+        f"{res['answer_threats']['cost']:.2f}x (the answers to the opponent's open-four "
+        f"points are checked at every node).",
         "",
         "search overhead = (time per move) / ((sims + 1) x time of one batched evaluation).",
         "Timings are the best of a few runs, compile excluded; the machine may be shared.",

@@ -45,6 +45,7 @@ RESULT_KEYS = (
     "matmul.gflops",
     "mentor.0.games_per_s", "mentor.0.moves_per_s", "mentor.1.games_per_s",
     "forced_moves.sims_per_s", "forced_moves.cost",
+    "answer_threats.sims_per_s", "answer_threats.cost",
 )
 
 
