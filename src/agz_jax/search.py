@@ -179,10 +179,12 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
 
 def make_root_fn(rules: Rules, nets: Networks, forced: bool = False,
                  answer_threats: bool = False):
-    def root_fn(variables, states: State) -> mctx.RootFnOutput:
+    def root_fn(variables, states: State, legal: jax.Array | None = None) -> mctx.RootFnOutput:
+        """``legal``: the roots' ``search_moves`` when the caller has them."""
         obs = nets.observe(rules, states)
         logits, value = nets.evaluate(variables, obs, states.to_play)
-        legal = search_moves(rules, states, forced, answer_threats)
+        if legal is None:
+            legal = search_moves(rules, states, forced, answer_threats)
         return mctx.RootFnOutput(
             prior_logits=mask_logits(logits, legal), value=value, embedding=states
         )
@@ -466,9 +468,9 @@ def run_search(
     """
     n_sims = cfg.num_simulations if num_simulations is None else num_simulations
     forced = (cfg.forced_moves, cfg.answer_threats)
-    root = make_root_fn(rules, nets, *forced)(variables, states)
-    recurrent_fn = make_recurrent_fn(rules, nets, gamma, *forced)
     legal = search_moves(rules, states, *forced)
+    root = make_root_fn(rules, nets, *forced)(variables, states, legal)
+    recurrent_fn = make_recurrent_fn(rules, nets, gamma, *forced)
     # Finished roots search anyway (their result is ignored) with every action
     # "valid" so that nothing divides by zero.
     invalid = ~legal & jnp.any(legal, axis=-1, keepdims=True)
