@@ -127,14 +127,10 @@ class _EitherRule(Rules):
 
     exact: object = None
 
-    def is_win(self, board, action):
-        standard = Rules(self.size, "standard").is_win(board, action)
-        freestyle = Rules(self.size, "freestyle").is_win(board, action)
-        return jnp.where(self.exact, standard, freestyle)
-
-    def five_points(self, board, me):
-        standard = Rules(self.size, "standard").five_points(board, me)
-        freestyle = Rules(self.size, "freestyle").five_points(board, me)
+    # The rule enters Rules only through these two methods.
+    def _makes_five(self, same):
+        standard = Rules(self.size, "standard")._makes_five(same)
+        freestyle = Rules(self.size, "freestyle")._makes_five(same)
         return jnp.where(self.exact, standard, freestyle)
 
     def window_five_count(self, vals, me):

@@ -171,25 +171,23 @@ class Rules:
         table = jnp.asarray(_line_table(self.size))
         padded = jnp.concatenate([board, jnp.zeros(1, board.dtype)])
         me = board[action]
-        same = padded[table[action]] == me  # [4, 2, 5]
-        run = jnp.cumprod(same.astype(jnp.int32), axis=-1).sum(-1)  # [4, 2]
-        length = 1 + run.sum(-1)  # [4]; exact up to 11
-        if self.rule == "freestyle":
-            hit = length >= 5
-        else:
-            hit = length == 5
-        return (me != 0) & jnp.any(hit)
+        return (me != 0) & self._makes_five(padded[table[action]] == me)
+
+    def _makes_five(self, same: jax.Array) -> jax.Array:
+        """bool[...]: a stone whose neighbours ``same`` bool[..., 4, 2, 5] (on
+        each line, each side, nearest first: the same colour?) makes a winning
+        line, per the rule."""
+        run = jnp.cumprod(same.astype(jnp.int32), axis=-1).sum(-1)  # [..., 4, 2]
+        length = 1 + run.sum(-1)  # [..., 4]; exact up to 11
+        hit = length >= 5 if self.rule == "freestyle" else length == 5
+        return jnp.any(hit, axis=-1)
 
     def five_points(self, board: jax.Array, me: jax.Array) -> jax.Array:
         """bool[A]: the empty points where a stone ``me`` (+1/-1) would make a
         winning line (per the rule); ``is_win`` for every point at once."""
         table = jnp.asarray(_line_table(self.size))
         padded = jnp.concatenate([board, jnp.zeros(1, board.dtype)])
-        same = padded[table] == me  # [A, 4, 2, 5]
-        run = jnp.cumprod(same.astype(jnp.int32), axis=-1).sum(-1)  # [A, 4, 2]
-        length = 1 + run.sum(-1)  # [A, 4]
-        hit = length >= 5 if self.rule == "freestyle" else length == 5
-        return (board == 0) & jnp.any(hit, axis=-1)
+        return (board == 0) & self._makes_five(padded[table] == me)
 
     def new_five_points(self, board: jax.Array, me: jax.Array) -> jax.Array:
         """int32[A]: how many five points (``five_points``) a stone ``me`` on
