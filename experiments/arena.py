@@ -117,10 +117,16 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Spec, Spec, int, str]:
                         help="rule when both players are random (default freestyle)")
     parser.add_argument("--out", type=Path, default=None, help="save every game as .psq here")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--chunk", type=int, default=8,
+                        help="plies per jitted chunk; finished games leave the batch between "
+                             "chunks (arena.play_match_compact). 0: the whole match in one "
+                             "scan, every ply at full batch (arena.play_match). Default 8")
     args = parser.parse_args(argv)
 
     if args.games < 2 or args.games % 2:
         raise ConfigError(f"--games must be even and at least 2, got {args.games}")
+    if args.chunk < 0:
+        raise ConfigError(f"--chunk must be >= 0, got {args.chunk}")
     if args.opening_plies < 0:
         raise ConfigError(f"--opening-plies must be >= 0, got {args.opening_plies}")
     if args.size is not None and not MIN_SIZE <= args.size <= MAX_SIZE:
@@ -222,12 +228,22 @@ def main(argv: list[str] | None = None) -> int:
 
     games, plies = args.games, args.opening_plies
 
-    @jax.jit
-    def match(key, va, vb):
-        return arena.play_match(rules, make_a(va), make_b(vb), key, games, plies)
-
+    key = jax.random.PRNGKey(args.seed)
     t0 = time.perf_counter()
-    result = jax.device_get(match(jax.random.PRNGKey(args.seed), var_a, var_b))
+    if args.chunk:
+        def progress(ply, live):
+            print(f"ply {ply}: {live} of {games} games still playing, "
+                  f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+
+        result = arena.play_match_compact(
+            rules, lambda v: (make_a(v[0]), make_b(v[1])), (var_a, var_b), key, games, plies,
+            chunk=args.chunk, on_chunk=progress)
+    else:
+        @jax.jit
+        def match(key, va, vb):
+            return arena.play_match(rules, make_a(va), make_b(vb), key, games, plies)
+
+        result = jax.device_get(match(key, var_a, var_b))
     wall = time.perf_counter() - t0
     s = arena.score(result)
     stats = {"a": spec_a.text, "b": spec_b.text, "seed": args.seed, "size": size, "rule": rule,

@@ -97,3 +97,85 @@ def test_odd_number_of_games_is_refused():
     with pytest.raises(ValueError, match="even"):
         arena.play_match(rules, _first_legal(rules), _first_legal(rules),
                          jax.random.PRNGKey(0), 5)
+
+
+def _hashed(rules, salt):
+    """A deterministic player whose move depends only on its own position (a
+    fixed pseudo-random score of the board and each point), so its games do
+    not depend on the batch they are played in, yet end at varied lengths."""
+    points = jnp.arange(rules.num_actions, dtype=jnp.int32)
+
+    def act(key, states):
+        del key
+
+        def one(state):
+            h = jnp.sum(state.board.astype(jnp.int32) * (points * 31 + 7)) + salt
+            score = (points * 7919 + h * 104729) % 1009
+            return jnp.argmax(jnp.where(rules.legal_mask(state), score, -1)).astype(jnp.int32)
+
+        return jax.vmap(one)(states)
+
+    return act
+
+
+def test_compact_match_plays_the_same_games_as_the_scan():
+    """With players that look only at their own position, dropping finished
+    games between chunks changes nothing: same moves, winners and lengths, and
+    the batch did shrink on the way."""
+    rules = Rules(SIZE)
+    a, b = _hashed(rules, 1), _hashed(rules, 2)
+    key = jax.random.PRNGKey(3)
+    scan = jax.device_get(jax.jit(lambda k: arena.play_match(rules, a, b, k, 16, 2))(key))
+    lengths = np.asarray(scan.length)
+    assert len(set(lengths.tolist())) > 3  # games of varied lengths: compaction matters
+    live = []
+    compact = arena.play_match_compact(rules, lambda v: (a, b), None, key, 16, 2, chunk=3,
+                                       on_chunk=lambda ply, n: live.append(n))
+    np.testing.assert_array_equal(compact.moves, scan.moves)
+    np.testing.assert_array_equal(compact.winner, scan.winner)
+    np.testing.assert_array_equal(compact.length, scan.length)
+    np.testing.assert_array_equal(compact.a_black, scan.a_black)
+    assert live[-1] == 0 and any(0 < n < 16 for n in live)
+
+
+def test_compact_match_with_random_players_records_every_game_correctly():
+    """Batch-keyed samplers play other games once the batch shrinks; each game
+    is still recorded in its own column, and replays to its winner and length."""
+    rules = Rules(SIZE)
+    rnd = arena.random_player(rules)
+    result = arena.play_match_compact(rules, lambda v: (rnd, _first_legal(rules)), None,
+                                      jax.random.PRNGKey(0), 12, 2, chunk=4)
+    assert result.moves.shape == (rules.num_actions, 12)
+    for g in range(12):
+        seq = [int(m) for m in result.moves[:, g] if m >= 0]
+        assert len(seq) == result.length[g]
+        replay = rules.from_moves(seq)
+        assert not bool(replay.illegal) and bool(replay.done)
+        assert int(replay.winner) == result.winner[g]
+    again = arena.play_match_compact(rules, lambda v: (rnd, _first_legal(rules)), None,
+                                     jax.random.PRNGKey(0), 12, 2, chunk=4)
+    np.testing.assert_array_equal(again.moves, result.moves)  # a pure function of the key
+
+
+def test_compact_match_passes_variables_to_the_players():
+    rules = Rules(SIZE)
+
+    def players(v):
+        def act(key, states):  # plays the first legal point at or after v["start"]
+            legal = jax.vmap(rules.legal_mask)(states)
+            order = (jnp.arange(rules.num_actions) - v["start"]) % rules.num_actions
+            return jnp.argmax(jnp.where(legal, -order, -10**6), axis=-1).astype(jnp.int32)
+        return act, act
+
+    result = arena.play_match_compact(rules, players, {"start": jnp.int32(7)},
+                                      jax.random.PRNGKey(0), 2, 0)
+    assert result.moves[0, 0] == 7 and result.moves[1, 0] == 8
+
+
+def test_compact_match_refuses_bad_arguments():
+    rules = Rules(SIZE)
+    players = lambda v: (_first_legal(rules), _first_legal(rules))
+    with pytest.raises(ValueError, match="even"):
+        arena.play_match_compact(rules, players, None, jax.random.PRNGKey(0), 5)
+    with pytest.raises(ValueError, match="chunk"):
+        arena.play_match_compact(rules, players, None, jax.random.PRNGKey(0), 4, chunk=0)

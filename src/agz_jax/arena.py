@@ -87,22 +87,19 @@ def policy_player(rules: Rules, nets: Networks, variables, rank=None) -> Player:
     return act
 
 
-def play_match(rules: Rules, act_a: Player, act_b: Player, key: jax.Array, num_games: int,
-               opening_plies: int = 0) -> MatchResult:
-    """Play ``num_games`` games of A against B, colours alternated by halves.
+def _ply(rules: Rules, act_a: Player, act_b: Player, opening_plies: int):
+    """``body(states [G], (t, key)) -> (states, played int32[G])``: one ply of a
+    match whose first half has A as black and second half A as white.
 
-    ``opening_plies`` first moves are uniform random in the central 5x5 box
-    (so that deterministic players still play distinct games).
+    At ply ``t`` black is to move in every unfinished game, so exactly one half
+    has A to move; each player acts once, on its half.
     """
-    if num_games % 2:
-        raise ValueError(f"num_games must be even, got {num_games}")
-    half = num_games // 2
-    states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
     centre = rules.size // 2
     rows, cols = np.divmod(np.arange(rules.num_actions), rules.size)
     box = jnp.asarray((abs(rows - centre) <= 2) & (abs(cols - centre) <= 2))
 
     def both_act(states, t, key):
+        half = states.done.shape[0] // 2
         k_a, k_b, k_open = jax.random.split(key, 3)
         first, second = jax.tree.map(lambda x: x[:half], states), jax.tree.map(
             lambda x: x[half:], states)
@@ -124,14 +121,132 @@ def play_match(rules: Rules, act_a: Player, act_b: Player, key: jax.Array, num_g
         # Once every game is over the players (searches) are skipped: stepping
         # a finished game is a no-op whatever the action.
         acts = jax.lax.cond(jnp.any(~states.done), both_act,
-                            lambda s, t, k: jnp.zeros(num_games, jnp.int32), states, t, key)
+                            lambda s, t, k: jnp.zeros(s.done.shape[0], jnp.int32),
+                            states, t, key)
         played = jnp.where(states.done, -1, acts)
         return jax.vmap(rules.step)(states, acts), played
 
+    return body
+
+
+def play_match(rules: Rules, act_a: Player, act_b: Player, key: jax.Array, num_games: int,
+               opening_plies: int = 0) -> MatchResult:
+    """Play ``num_games`` games of A against B, colours alternated by halves.
+
+    ``opening_plies`` first moves are uniform random in the central 5x5 box
+    (so that deterministic players still play distinct games). One ``lax.scan``
+    over the board's points (jittable): every ply costs a full batch until the
+    last game ends; ``play_match_compact`` drops finished games instead.
+    """
+    if num_games % 2:
+        raise ValueError(f"num_games must be even, got {num_games}")
+    half = num_games // 2
+    states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
+    body = _ply(rules, act_a, act_b, opening_plies)
     steps = jnp.arange(rules.num_actions)
     final, moves = jax.lax.scan(body, states, (steps, jax.random.split(key, rules.num_actions)))
     a_black = jnp.arange(num_games) < half
     return MatchResult(final.winner, a_black, final.num_moves, moves)
+
+
+def _take(tree, index: np.ndarray):
+    """Rows ``index`` of every array of a batched pytree."""
+    index = jnp.asarray(index)
+    return jax.tree.map(lambda x: x[index], tree)
+
+
+def _bucket(n: int, cap: int) -> int:
+    """The smallest power of two >= n, at most ``cap``."""
+    return min(cap, 1 << max(0, n - 1).bit_length())
+
+
+def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, Player]],
+                       variables, key: jax.Array, num_games: int, opening_plies: int = 0,
+                       chunk: int = 8,
+                       on_chunk: Callable[[int, int], None] | None = None) -> MatchResult:
+    """``play_match`` for long matches: the same plies, run ``chunk`` at a time,
+    and finished games dropped between chunks.
+
+    In one scan the longest game sets the cost of every game: a 15x15 match
+    whose games last 20 to 60 plies runs all 225 plies at full batch if one game
+    is drawn. Here, after each jitted chunk of plies, the unfinished games of
+    each half are gathered into a batch of the next power of two (both halves
+    padded to the same size with finished games, which stepping leaves alone),
+    so a batch size compiles once and later plies cost what their live games
+    cost. The per-ply keys are ``play_match``'s; a player whose move does not
+    depend on the other games of its batch (an argmax of its own position's
+    scores) plays exactly the games of ``play_match``; a batch-keyed sampler
+    draws other, equally random moves once the batch has shrunk.
+
+    ``players(variables) -> (act_a, act_b)`` builds the two players inside the
+    jitted chunk, so that ``variables`` (any pytree: the nets' weights) are
+    arguments of the compiled chunk rather than constants baked into it. Runs
+    on the host between chunks (one device round trip per ``chunk`` plies), so
+    it is not itself jittable. ``on_chunk(ply, live_games)`` is called after
+    each chunk (progress). Returns numpy arrays.
+    """
+    if num_games % 2:
+        raise ValueError(f"num_games must be even, got {num_games}")
+    if chunk < 1:
+        raise ValueError(f"chunk must be >= 1, got {chunk}")
+    half = num_games // 2
+    total = rules.num_actions
+    n_chunks = -(-total // chunk)
+    # play_match's per-ply keys; the plies past the board's points (every game
+    # is over by then) get keys of their own.
+    keys = jax.random.split(key, total)
+    extra = n_chunks * chunk - total
+    if extra:
+        keys = jnp.concatenate([keys, jax.random.split(jax.random.fold_in(key, total), extra)])
+
+    @jax.jit
+    def run_chunk(variables, states, t0, ks):  # compiled once per batch size
+        body = _ply(rules, *players(variables), opening_plies)
+        return jax.lax.scan(body, states, (t0 + jnp.arange(chunk), ks))
+
+    states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
+    slots = np.arange(num_games)  # the game in each slot; -1: padding
+    winner = np.full(num_games, -1, np.int32)
+    length = np.zeros(num_games, np.int32)
+    moves = np.full((n_chunks * chunk, num_games), -1, np.int32)
+
+    def record(states, slots, keep):
+        w, n = jax.device_get((states.winner, states.num_moves))
+        real = keep & (slots >= 0)
+        winner[slots[real]] = w[real]
+        length[slots[real]] = n[real]
+
+    for c in range(n_chunks):
+        t0 = c * chunk
+        states, played = run_chunk(variables, states, t0, keys[t0:t0 + chunk])
+        played = np.asarray(played)
+        real = slots >= 0
+        moves[t0:t0 + chunk, slots[real]] = played[:, real]
+        done = np.asarray(states.done)
+        size = len(slots) // 2
+        live = [np.flatnonzero(~done[h * size:(h + 1) * size] & real[h * size:(h + 1) * size])
+                + h * size for h in (0, 1)]
+        if on_chunk is not None:
+            on_chunk(t0 + chunk, int(sum(len(x) for x in live)))
+        new_size = _bucket(max(len(live[0]), len(live[1]), 1), size)
+        if not live[0].size and not live[1].size:
+            break
+        if new_size == size:
+            continue
+        record(states, slots, done)  # the games that leave the batch
+        picked = []
+        for h in (0, 1):
+            idx = live[h]
+            pad = np.full(new_size - len(idx), h * size + np.argmax(done[h * size:(h + 1) * size]))
+            picked.append((idx, pad))
+        index = np.concatenate([np.concatenate(p) for p in picked])
+        new_slots = np.concatenate([np.concatenate([slots[idx], np.full(len(pad), -1)])
+                                    for idx, pad in picked])
+        states = _take(states, index)
+        slots = new_slots
+    record(states, slots, np.ones(len(slots), bool))
+    a_black = np.arange(num_games) < half
+    return MatchResult(winner, a_black, length, moves[:total])
 
 
 class Score(NamedTuple):
