@@ -181,6 +181,20 @@ def make_player(spec: Spec, rules):
             ), model.variables
 
 
+def progress_text(ply: int, so_far, finished, seconds: float) -> str:
+    """One line of a running match: the games over and A's results in them."""
+    import numpy as np
+
+    over = np.asarray(finished)
+    a_colour = np.where(np.asarray(so_far.a_black), 0, 1)
+    winner = np.asarray(so_far.winner)
+    wins = int(np.sum(over & (winner == a_colour)))
+    draws = int(np.sum(over & (winner < 0)))
+    losses = int(np.sum(over)) - wins - draws
+    return (f"ply {ply}: {int(np.sum(~over))} of {len(over)} games playing; "
+            f"A {wins} wins / {draws} draws / {losses} losses so far; {seconds:.0f} s")
+
+
 def summary_text(stats: dict) -> str:
     a, b = stats["a"], stats["b"]
     lines = [
@@ -231,9 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     key = jax.random.PRNGKey(args.seed)
     t0 = time.perf_counter()
     if args.chunk:
-        def progress(ply, live):
-            print(f"ply {ply}: {live} of {games} games still playing, "
-                  f"{time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        def progress(ply, so_far, finished):
+            print(progress_text(ply, so_far, finished, time.perf_counter() - t0),
+                  file=sys.stderr, flush=True)
 
         result = arena.play_match_compact(
             rules, lambda v: (make_a(v[0]), make_b(v[1])), (var_a, var_b), key, games, plies,

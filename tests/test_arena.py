@@ -128,14 +128,24 @@ def test_compact_match_plays_the_same_games_as_the_scan():
     scan = jax.device_get(jax.jit(lambda k: arena.play_match(rules, a, b, k, 16, 2))(key))
     lengths = np.asarray(scan.length)
     assert len(set(lengths.tolist())) > 3  # games of varied lengths: compaction matters
-    live = []
+    live, plies = [], []
+
+    def on_chunk(ply, so_far, finished):
+        plies.append(ply)
+        live.append(int(np.sum(~finished)))
+        # Games reported over are over in the scan by this ply, with its winner.
+        np.testing.assert_array_equal(finished, lengths <= ply)
+        np.testing.assert_array_equal(so_far.winner[finished], scan.winner[finished])
+
     compact = arena.play_match_compact(rules, lambda v: (a, b), None, key, 16, 2, chunk=3,
-                                       on_chunk=lambda ply, n: live.append(n))
+                                       on_chunk=on_chunk)
     np.testing.assert_array_equal(compact.moves, scan.moves)
     np.testing.assert_array_equal(compact.winner, scan.winner)
     np.testing.assert_array_equal(compact.length, scan.length)
     np.testing.assert_array_equal(compact.a_black, scan.a_black)
     assert live[-1] == 0 and any(0 < n < 16 for n in live)
+    assert plies == [min(3 * (i + 1), rules.num_actions) for i in range(len(plies))]
+    assert plies[-1] >= lengths.max()
 
 
 def test_compact_match_with_random_players_records_every_game_correctly():

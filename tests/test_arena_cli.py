@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from agz_jax import checkpoint, records, run
@@ -145,6 +146,16 @@ def test_mentor_players(capsys):
     check_consistent(s)
     assert s["a"] == "mentor:0" and s["wins"] >= 5
     assert s["wins_as_black"] >= 2 and s["wins_as_white"] >= 2
+
+
+def test_progress_line_counts_the_games_over():
+    from agz_jax.arena import MatchResult
+
+    a_black = np.arange(6) < 3
+    winner = np.array([0, 1, -1, 1, 0, -1])  # A wins 0 and 3, loses 1 and 4
+    finished = np.array([True, True, False, True, True, True])  # 5 is drawn
+    line = cli.progress_text(40, MatchResult(winner, a_black, None, None), finished, 12.3)
+    assert line == "ply 40: 1 of 6 games playing; A 2 wins / 1 draws / 2 losses so far; 12 s"
 
 
 def test_chunked_and_single_scan_matches_agree(ckpt, capsys):

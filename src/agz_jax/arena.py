@@ -163,7 +163,8 @@ def _bucket(n: int, cap: int) -> int:
 def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, Player]],
                        variables, key: jax.Array, num_games: int, opening_plies: int = 0,
                        chunk: int = 8,
-                       on_chunk: Callable[[int, int], None] | None = None) -> MatchResult:
+                       on_chunk: Callable[[int, MatchResult, np.ndarray], None] | None = None,
+                       ) -> MatchResult:
     """``play_match`` for long matches: the same plies, run ``chunk`` at a time,
     and finished games dropped between chunks.
 
@@ -182,8 +183,9 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
     jitted chunk, so that ``variables`` (any pytree: the nets' weights) are
     arguments of the compiled chunk rather than constants baked into it. Runs
     on the host between chunks (one device round trip per ``chunk`` plies), so
-    it is not itself jittable. ``on_chunk(ply, live_games)`` is called after
-    each chunk (progress). Returns numpy arrays.
+    it is not itself jittable. ``on_chunk(ply, result, finished)`` is called
+    after each chunk with the plies played so far, the match so far and
+    bool[G], the games over (progress, running scores). Returns numpy arrays.
     """
     if num_games % 2:
         raise ValueError(f"num_games must be even, got {num_games}")
@@ -210,11 +212,15 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
     length = np.zeros(num_games, np.int32)
     moves = np.full((n_chunks * chunk, num_games), -1, np.int32)
 
-    def record(states, slots, keep):
-        w, n = jax.device_get((states.winner, states.num_moves))
-        real = keep & (slots >= 0)
+    finished = np.zeros(num_games, bool)
+    a_black = np.arange(num_games) < half
+
+    def record(states, slots):
+        w, n, d = jax.device_get((states.winner, states.num_moves, states.done))
+        real = slots >= 0
         winner[slots[real]] = w[real]
         length[slots[real]] = n[real]
+        finished[slots[real]] = d[real]
 
     for c in range(n_chunks):
         t0 = c * chunk
@@ -222,18 +228,20 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
         played = np.asarray(played)
         real = slots >= 0
         moves[t0:t0 + chunk, slots[real]] = played[:, real]
+        record(states, slots)
+        if on_chunk is not None:
+            on_chunk(min(t0 + chunk, total),
+                     MatchResult(winner.copy(), a_black, length.copy(), moves[:total].copy()),
+                     finished.copy())
         done = np.asarray(states.done)
         size = len(slots) // 2
         live = [np.flatnonzero(~done[h * size:(h + 1) * size] & real[h * size:(h + 1) * size])
                 + h * size for h in (0, 1)]
-        if on_chunk is not None:
-            on_chunk(t0 + chunk, int(sum(len(x) for x in live)))
         new_size = _bucket(max(len(live[0]), len(live[1]), 1), size)
         if not live[0].size and not live[1].size:
             break
         if new_size == size:
             continue
-        record(states, slots, done)  # the games that leave the batch
         picked = []
         for h in (0, 1):
             idx = live[h]
@@ -244,8 +252,6 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
                                     for idx, pad in picked])
         states = _take(states, index)
         slots = new_slots
-    record(states, slots, np.ones(len(slots), bool))
-    a_black = np.arange(num_games) < half
     return MatchResult(winner, a_black, length, moves[:total])
 
 
