@@ -686,3 +686,43 @@ def test_new_five_points_match_the_reference(rule):
                 np.testing.assert_array_equal(got, want, err_msg=f"{size}x{size} {rule}\n{board}")
                 found.update(np.minimum(want[board == 0], 2).tolist())
     assert found[1] >= 20 and found[2] >= 5, found
+
+
+def _plain_window_count(vals, me, rule):
+    """Five points a stone ``me`` at the centre of an 11-point window makes on
+    it: for each empty point within 4, place both stones and measure the run
+    through the centre inside the window (plain Python)."""
+    count = 0
+    for q in range(1, 10):
+        if q == 5 or vals[q] != 0:
+            continue
+        line = [v == me for v in vals]
+        line[5] = line[q] = True
+        lo = hi = 5
+        while lo > 0 and line[lo - 1]:
+            lo -= 1
+        while hi < 10 and line[hi + 1]:
+            hi += 1
+        length = hi - lo + 1
+        if lo <= q <= hi and (length >= 5 if rule == "freestyle" else length == 5):
+            count += 1
+    return count
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_window_five_count_table_matches_a_plain_count(rule):
+    """The 2**18-entry lookup behind Rules.window_five_count (and so
+    new_five_points and the search's forced moves) against a plain count, on
+    random windows of stones, empty points and off-board points."""
+    rng = np.random.default_rng(11)
+    rules = Rules(9, rule)
+    count = jax.jit(rules.window_five_count)
+    for density in (0.3, 0.6, 0.85):
+        vals = rng.choice([0, 1, -1, 2], size=(400, 4, 11),
+                          p=[1 - density, 0.45 * density, 0.45 * density, 0.1 * density])
+        vals = vals.astype(np.int8)
+        for me in (1, -1):
+            got = np.asarray(count(jnp.asarray(vals), jnp.int8(me)))
+            want = [sum(_plain_window_count(list(w), me, rule) for w in lines) for lines in vals]
+            np.testing.assert_array_equal(got, want)
+    assert np.max(got) >= 2

@@ -99,9 +99,14 @@ THREATS_CHECKED = 8
 """Threat points they are checked against; with more, no answer is checked."""
 
 
-def threat_answers(rules: Rules, board: jax.Array, me: jax.Array) -> jax.Array:
+def threat_answers(rules: Rules, board: jax.Array, me: jax.Array,
+                   mine: jax.Array | None = None, theirs: jax.Array | None = None
+                   ) -> jax.Array:
     """bool[A]: the moves of ``me`` that do not lose at once to the opponent's
     open-four threats (its points of ``new_five_points >= 2``).
+
+    ``mine``/``theirs``: ``rules.new_five_points`` of ``me`` and of the
+    opponent on ``board``, when the caller has them.
 
     They are ``me``'s fours (a five point the opponent must block first) and
     the points after which the opponent has no such threat left. Any other
@@ -113,8 +118,10 @@ def threat_answers(rules: Rules, board: jax.Array, me: jax.Array) -> jax.Array:
     (and all of them when there are more than ``THREATS_CHECKED`` threats)
     are allowed unchecked.
     """
+    mine = rules.new_five_points(board, me) if mine is None else mine
+    theirs = rules.new_five_points(board, -me) if theirs is None else theirs
     empty = board == 0
-    threats = rules.new_five_points(board, -me) >= 2
+    threats = theirs >= 2
     n_threats = jnp.sum(threats)
     reach = jnp.asarray(reach_table(rules.size), jnp.int32)
     candidates = empty & ((threats.astype(jnp.int32) @ reach) == n_threats)
@@ -133,8 +140,7 @@ def threat_answers(rules: Rules, board: jax.Array, me: jax.Array) -> jax.Array:
     none = jnp.zeros_like(candidates)
     answers = none.at[p].set(checked & jnp.all(gone, axis=-1))
     unchecked = candidates & ~none.at[p].set(checked)
-    fours = rules.new_five_points(board, me) >= 1
-    return fours | answers | unchecked
+    return (mine >= 1) | answers | unchecked
 
 
 def search_moves(rules: Rules, states: State, forced: bool = False,
@@ -166,11 +172,13 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
         me = stone(state.to_play)
         wins = rules.five_points(state.board, me) & legal
         blocks = rules.five_points(state.board, -me) & legal
-        doubles = (rules.new_five_points(state.board, me) >= 2) & legal
+        mine = rules.new_five_points(state.board, me)
+        doubles = (mine >= 2) & legal
         kinds, moves = [jnp.any(wins), jnp.any(blocks), jnp.any(doubles)], [wins, blocks, doubles]
         if answer_threats:
-            answers = threat_answers(rules, state.board, me) & legal
-            kinds.append(jnp.any(answers) & jnp.any(rules.new_five_points(state.board, -me) >= 2))
+            theirs = rules.new_five_points(state.board, -me)
+            answers = threat_answers(rules, state.board, me, mine, theirs) & legal
+            kinds.append(jnp.any(answers) & jnp.any(theirs >= 2))
             moves.append(answers)
         return jnp.select(kinds, moves, legal)
 
