@@ -37,6 +37,21 @@ def test_mentor_games_become_the_mentors_examples():
     rules = Rules(9)
     g = jax.jit(lambda k: imitation.play_mentor_games(rules, 0, k, 4, 2, 1.0))(
         jax.random.PRNGKey(0))
+    check_mentor_examples(g)
+
+
+def test_chunked_mentor_games_become_the_mentors_examples():
+    """The imitate stage's games with imitate.chunk (finished games leave the
+    batch between chunks of plies): the same labelling, game by game."""
+    config = tiny(**{"imitate.num_games": 4, "imitate.opening_plies": 2, "imitate.level": 0,
+                     "decay.gamma": 1.0, "imitate.chunk": 3})
+    games, _ = stages._imitate_fns(config)
+    g = games(jax.random.PRNGKey(0))
+    check_mentor_examples(g)
+    assert len(set(np.asarray(g.result.length).tolist())) > 1  # games of several lengths
+
+
+def check_mentor_examples(g):
     moves, length = np.asarray(g.result.moves), np.asarray(g.result.length)
     num_plies, num_games = moves.shape
     valid = np.asarray(g.examples.valid).reshape(num_plies, num_games)

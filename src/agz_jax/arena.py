@@ -9,6 +9,7 @@ a match costs what one player's games cost, not twice that.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import NamedTuple
@@ -149,6 +150,19 @@ def play_match(rules: Rules, act_a: Player, act_b: Player, key: jax.Array, num_g
     return MatchResult(final.winner, a_black, final.num_moves, moves)
 
 
+@functools.lru_cache(maxsize=64)
+def _chunk_fn(rules: Rules, players, opening_plies: int, chunk: int):
+    """The jitted chunk of plies (compiled once per batch size); cached, so that
+    matches with the same ``players`` function reuse its compilations."""
+
+    @jax.jit
+    def run_chunk(variables, states, t0, ks):
+        body = _ply(rules, *players(variables), opening_plies)
+        return jax.lax.scan(body, states, (t0 + jnp.arange(chunk), ks))
+
+    return run_chunk
+
+
 def _take(tree, index: np.ndarray):
     """Rows ``index`` of every array of a batched pytree."""
     index = jnp.asarray(index)
@@ -181,7 +195,9 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
 
     ``players(variables) -> (act_a, act_b)`` builds the two players inside the
     jitted chunk, so that ``variables`` (any pytree: the nets' weights) are
-    arguments of the compiled chunk rather than constants baked into it. Runs
+    arguments of the compiled chunk rather than constants baked into it; the
+    compilations are kept per ``players`` function, so pass the same one to
+    play several matches. Runs
     on the host between chunks (one device round trip per ``chunk`` plies), so
     it is not itself jittable. ``on_chunk(ply, result, finished)`` is called
     after each chunk with the plies played so far, the match so far and
@@ -200,11 +216,7 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
     extra = n_chunks * chunk - total
     if extra:
         keys = jnp.concatenate([keys, jax.random.split(jax.random.fold_in(key, total), extra)])
-
-    @jax.jit
-    def run_chunk(variables, states, t0, ks):  # compiled once per batch size
-        body = _ply(rules, *players(variables), opening_plies)
-        return jax.lax.scan(body, states, (t0 + jnp.arange(chunk), ks))
+    run_chunk = _chunk_fn(rules, players, opening_plies, chunk)
 
     states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
     slots = np.arange(num_games)  # the game in each slot; -1: padding

@@ -351,6 +351,12 @@ class ImitateConfig:
     target_score: float = 0.75
     """Stop once the student's score against the mentor reaches this (1.0: never stop
     early)."""
+    chunk: int = 8
+    """Plies per jitted chunk of the mentor's games and of the evaluation match;
+    finished games leave the batch between chunks (``arena.play_match_compact``).
+    0: each match in one scan, every ply at full batch until its last game ends
+    (how ``models/default`` was trained; the mentor breaks ties by a key of the
+    whole batch, so the two play different games)."""
 
     def __post_init__(self):
         _check(_is_int(self.level) and 0 <= self.level <= 3, "imitate.level",
@@ -370,6 +376,8 @@ class ImitateConfig:
                self.eval_games)
         _check(_is_num(self.target_score) and 0 <= self.target_score <= 1,
                "imitate.target_score", "must be in [0, 1]", self.target_score)
+        _check(_is_int(self.chunk) and self.chunk >= 0, "imitate.chunk",
+               "must be an integer >= 0 (0: one scan per match)", self.chunk)
 
 
 @dataclass(frozen=True)

@@ -161,16 +161,31 @@ def _imitate_fns(config: Config):
     gamma = config.decay.gamma
     mentor = Mentor(rules, cfg.level)
 
-    @jax.jit
-    def games(key):
-        return imitation.play_mentor_games(rules, cfg.level, key, cfg.num_games,
-                                           cfg.opening_plies, gamma, config.features)
+    def players(variables):  # (student, mentor); the mentor's games ignore the student
+        return (arena.mcts_player(rules, nets, config.search, gamma, variables,
+                                  cfg.eval_simulations), mentor.act)
 
-    @jax.jit
-    def match(variables, key):
-        student = arena.mcts_player(rules, nets, config.search, gamma, variables,
-                                    cfg.eval_simulations)
-        return arena.play_match(rules, student, mentor.act, key, cfg.eval_games, 2)
+    mentors = lambda variables: (mentor.act, mentor.act)
+    to_examples = jax.jit(lambda result: imitation.games_to_examples(
+        rules, result, cfg.opening_plies, gamma, config.features))
+
+    if cfg.chunk:
+        def games(key):
+            return to_examples(arena.play_match_compact(
+                rules, mentors, None, key, cfg.num_games, cfg.opening_plies, cfg.chunk))
+
+        def match(variables, key):
+            return arena.play_match_compact(rules, players, variables, key, cfg.eval_games, 2,
+                                            cfg.chunk)
+    else:
+        @jax.jit
+        def games(key):
+            return imitation.play_mentor_games(rules, cfg.level, key, cfg.num_games,
+                                               cfg.opening_plies, gamma, config.features)
+
+        @jax.jit
+        def match(variables, key):
+            return arena.play_match(rules, *players(variables), key, cfg.eval_games, 2)
 
     return games, match
 
