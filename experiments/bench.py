@@ -60,7 +60,7 @@ from agz_jax import baseline, replay
 from agz_jax.config import SearchConfig, SelfPlayConfig, TrainConfig
 from agz_jax.gomoku import Rules, State, played_at_from_last
 from agz_jax.networks import Networks, PolicyValueNet, flops_per_position
-from agz_jax.search import run_search, select_move, temperature
+from agz_jax.search import run_search, search_moves, select_move, temperature
 from agz_jax.train import init_train_state, make_train_step
 
 GAMMA = 0.95
@@ -278,6 +278,25 @@ def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
             "forward_ms": forward * 1e3, "forward_evals_per_s": args.games / forward,
             "search_overhead": per_sim / forward,
             "search_extra_ms_per_sim": (per_sim - forward) * 1e3}
+
+
+def time_search_moves(rules: Rules, states: State, repeats: int, reps: int,
+                      forced_moves: bool, answer_threats: bool = False) -> float:
+    """Seconds of one ``search_moves`` on the whole batch (what every expanded
+    node of a batched simulation pays for forced moves), ``reps`` in one loop."""
+
+    def run(states):
+        def body(_, acc):  # acc (a count, never < 0) chains the calls: none is hoisted
+            board = jnp.where(acc < 0, 0, states.board).astype(states.board.dtype)
+            moves = search_moves(rules, states._replace(board=board), forced_moves,
+                                 answer_threats)
+            return acc + jnp.sum(moves, dtype=jnp.int32)
+
+        return jax.lax.fori_loop(0, reps, body, jnp.int32(0))
+
+    fn, _ = compile_timed(run, states)
+    jax.block_until_ready(fn(states))
+    return best_time(lambda: fn(states), repeats) / reps
 
 
 def bench_train(nets, args, budget: float = 8.0) -> dict:
@@ -506,7 +525,9 @@ def run(args: argparse.Namespace, command: str) -> dict:
         forced = bench_search(rules, nets, variables, states, args, repeats, reps, **options)
         results[name] = {
             "sims_per_s": forced["sims_per_s"], "selfplay_compile_s": forced["selfplay_compile_s"],
-            "cost": results["double"]["sims_per_s"] / forced["sims_per_s"]}
+            "cost": results["double"]["sims_per_s"] / forced["sims_per_s"],
+            "search_moves_ms": 1e3 * time_search_moves(rules, states, repeats, reps,
+                                                       **options)}
 
     if args.devices:
         results["devices"] = bench_devices(args)
@@ -592,11 +613,13 @@ def table(report: dict) -> str:
         f"{res['forced_moves']['sims_per_s']:,.0f} simulations/s, "
         f"{res['forced_moves']['cost']:.2f}x the time of plain search per simulation "
         f"(the forced moves of every node are found on the board: fives, blocks, "
-        f"open and double fours).",
+        f"open and double fours; search_moves alone "
+        f"{res['forced_moves']['search_moves_ms']:.2f} ms per batch of {c['games']}).",
         f"With search.answer_threats as well: "
         f"{res['answer_threats']['sims_per_s']:,.0f} simulations/s, "
         f"{res['answer_threats']['cost']:.2f}x (the answers to the opponent's open-four "
-        f"points are checked at every node).",
+        f"points are checked at every node; search_moves alone "
+        f"{res['answer_threats']['search_moves_ms']:.2f} ms per batch).",
         "",
         "search overhead = (time per move) / ((sims + 1) x time of one batched evaluation).",
         "Timings are the best of a few runs, compile excluded; the machine may be shared.",
