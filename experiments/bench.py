@@ -363,6 +363,19 @@ def bench_mentor(rules: Rules, games: int, levels, seed: int) -> dict:
         out[str(level)] = {"games_per_s": games / wall, "moves_per_s": moves / wall,
                            "mean_length": moves / games, "seconds": wall,
                            "compile_s": max(first - wall, 0.0)}
+        # The same batch in chunks of 8 plies, finished games dropped between
+        # chunks (play_match_compact, as the arena CLI and the imitate stage).
+        # The first call compiles every batch size the games shrink through
+        # (another key could shrink through others), the second is timed.
+        players = lambda variables, m=mentor: (m.act, m.act)
+        for _ in range(2):
+            t0 = time.perf_counter()
+            chunked = arena.play_match_compact(rules, players, None,
+                                               jax.random.PRNGKey(seed + 1), games, 2)
+            wall = time.perf_counter() - t0
+        out[str(level)].update({
+            "chunked_games_per_s": games / wall,
+            "chunked_mean_length": float(np.mean(chunked.length))})
     return out
 
 
@@ -649,7 +662,9 @@ def mentor_lines(mentor: dict) -> list[str]:
     for level, m in mentor.items():
         lines.append(f"  level {level}: {m['games_per_s']:>8.2f} games/s, "
                      f"{m['moves_per_s']:>8.1f} moves/s (mean length {m['mean_length']:.1f}, "
-                     f"compile {m['compile_s']:.1f} s)")
+                     f"compile {m['compile_s']:.1f} s); in chunks of 8 plies "
+                     f"{m['chunked_games_per_s']:.2f} games/s "
+                     f"(mean length {m['chunked_mean_length']:.1f})")
     return [*lines, ""]
 
 

@@ -44,6 +44,7 @@ RESULT_KEYS = (
       for k in ("evaluate", "vmap", "gather", "sequential", "single_net")),
     "matmul.gflops",
     "mentor.0.games_per_s", "mentor.0.moves_per_s", "mentor.1.games_per_s",
+    "mentor.1.chunked_games_per_s",
     "forced_moves.sims_per_s", "forced_moves.cost", "forced_moves.search_moves_ms",
     "answer_threats.sims_per_s", "answer_threats.cost", "answer_threats.search_moves_ms",
 )
