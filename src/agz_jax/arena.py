@@ -197,11 +197,13 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
     jitted chunk, so that ``variables`` (any pytree: the nets' weights) are
     arguments of the compiled chunk rather than constants baked into it; the
     compilations are kept per ``players`` function, so pass the same one to
-    play several matches. Runs
-    on the host between chunks (one device round trip per ``chunk`` plies), so
-    it is not itself jittable. ``on_chunk(ply, result, finished)`` is called
-    after each chunk with the plies played so far, the match so far and
-    bool[G], the games over (progress, running scores). Returns numpy arrays.
+    play several matches.
+
+    Runs on the host between chunks (one device round trip per ``chunk``
+    plies), so it is not itself jittable. ``on_chunk(ply, result, finished)``
+    is called after each chunk with the plies played so far, the match so far
+    and bool[G], the games over (progress, running scores). Returns numpy
+    arrays.
     """
     if num_games % 2:
         raise ValueError(f"num_games must be even, got {num_games}")
