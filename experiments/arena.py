@@ -182,15 +182,18 @@ def make_player(spec: Spec, rules):
 
 
 def progress_text(ply: int, so_far, finished, seconds: float) -> str:
-    """One line of a running match: the games over and A's results in them."""
+    """One line of a running match: the games over and A's results in them
+    (``arena.score`` of those games)."""
     import numpy as np
 
+    from agz_jax import arena
+
     over = np.asarray(finished)
-    a_colour = np.where(np.asarray(so_far.a_black), 0, 1)
-    winner = np.asarray(so_far.winner)
-    wins = int(np.sum(over & (winner == a_colour)))
-    draws = int(np.sum(over & (winner < 0)))
-    losses = int(np.sum(over)) - wins - draws
+    wins = draws = losses = 0
+    if over.any():
+        s = arena.score(arena.MatchResult(np.asarray(so_far.winner)[over],
+                                          np.asarray(so_far.a_black)[over], None, None))
+        wins, draws, losses = s.wins, s.draws, s.losses
     return (f"ply {ply}: {int(np.sum(~over))} of {len(over)} games playing; "
             f"A {wins} wins / {draws} draws / {losses} losses so far; {seconds:.0f} s")
 

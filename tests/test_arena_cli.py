@@ -156,6 +156,9 @@ def test_progress_line_counts_the_games_over():
     finished = np.array([True, True, False, True, True, True])  # 5 is drawn
     line = cli.progress_text(40, MatchResult(winner, a_black, None, None), finished, 12.3)
     assert line == "ply 40: 1 of 6 games playing; A 2 wins / 1 draws / 2 losses so far; 12 s"
+    none_over = cli.progress_text(8, MatchResult(winner, a_black, None, None),
+                                  np.zeros(6, bool), 3.0)
+    assert none_over == "ply 8: 6 of 6 games playing; A 0 wins / 0 draws / 0 losses so far; 3 s"
 
 
 def test_chunked_and_single_scan_matches_agree(ckpt, capsys):

@@ -229,12 +229,14 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
     finished = np.zeros(num_games, bool)
     a_black = np.arange(num_games) < half
 
-    def record(states, slots):
+    def record(states, slots) -> np.ndarray:
+        """Store the real slots' results; the batch's done flags."""
         w, n, d = jax.device_get((states.winner, states.num_moves, states.done))
         real = slots >= 0
         winner[slots[real]] = w[real]
         length[slots[real]] = n[real]
         finished[slots[real]] = d[real]
+        return d
 
     for c in range(n_chunks):
         t0 = c * chunk
@@ -242,12 +244,11 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
         played = np.asarray(played)
         real = slots >= 0
         moves[t0:t0 + chunk, slots[real]] = played[:, real]
-        record(states, slots)
+        done = record(states, slots)
         if on_chunk is not None:
             on_chunk(min(t0 + chunk, total),
                      MatchResult(winner.copy(), a_black, length.copy(), moves[:total].copy()),
                      finished.copy())
-        done = np.asarray(states.done)
         size = len(slots) // 2
         live = [np.flatnonzero(~done[h * size:(h + 1) * size] & real[h * size:(h + 1) * size])
                 + h * size for h in (0, 1)]
