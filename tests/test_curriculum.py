@@ -128,6 +128,36 @@ def test_two_stage_curriculum_runs_and_resumes(tmp_path, monkeypatch):
     assert leaves_equal(models.load(broken).variables, final.variables)
 
 
+def test_imitate_stage_resumes_after_its_last_round(tmp_path):
+    """Killed after round 1 of 2: the rerun restores the train state and the replay
+    buffer of round 1 and ends with the nets of an unbroken run; every round's
+    nets are a model directory."""
+    config = tiny(**{"curriculum.stages": ("imitate",), "imitate.eval_games": 0})
+    whole = tmp_path / "whole"
+    stages.run_curriculum(config, whole, say=lambda s: None)
+    rounds = whole / "rounds" / "0-imitate"
+    final = models.load(whole).variables
+    assert leaves_equal(models.load(rounds / "round-2").variables, final)
+    assert not leaves_equal(models.load(rounds / "round-1").variables, final)
+
+    broken = tmp_path / "broken"
+
+    def killed_after_round_1(line: str) -> None:
+        if line.startswith("imitate | round 1"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        stages.run_curriculum(config, broken, say=killed_after_round_1)
+    assert not (broken / "curriculum.json").exists()
+    said = []
+    stages.run_curriculum(config, broken, say=said.append)
+    assert any("resumed" in s and "after round 1" in s for s in said)
+    assert not any(s.startswith("imitate | round 1") for s in said)  # not played again
+    assert leaves_equal(models.load(broken).variables, final)
+    records = [json.loads(ln) for ln in (broken / "metrics.jsonl").read_text().splitlines()]
+    assert [r["round"] for r in records] == [1, 2]
+
+
 def test_selfplay_stage_starts_from_the_given_nets(tmp_path):
     config = tiny(**{"curriculum.stages": ("selfplay",), "gating.enabled": False,
                      "eval.every": 0})

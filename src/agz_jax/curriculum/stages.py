@@ -12,13 +12,16 @@ config; ``run_curriculum`` runs a list of them in order:
                                          RUN_DIR is itself a model directory
     RUN_DIR/selfplay/                    the self-play stage's run (checkpoints
                                          after every iteration)
+    RUN_DIR/rounds/<i>-imitate/          the imitate stage's checkpoint after
+                                         every round, and its nets after round r
+                                         in round-<r>/ (a model dir)
     RUN_DIR/metrics.jsonl                one line per round / iteration
 
 A killed curriculum resumes (``resume=True``) after its last finished stage; a
-self-play stage also resumes from its last iteration. Every stage starts with a
-fresh optimizer from the previous stage's variables and a key derived from the
-seed and the stage's position, so a resumed curriculum computes what an
-uninterrupted one does.
+self-play stage also resumes from its last iteration, an imitate stage from its
+last round. Every stage starts with a fresh optimizer from the previous stage's
+variables and a key derived from the seed and the stage's position, so a
+resumed curriculum computes what an uninterrupted one does.
 """
 
 from __future__ import annotations
@@ -190,9 +193,16 @@ def _imitate_fns(config: Config):
     return games, match
 
 
-def imitate_stage(config: Config, log: Log | None = None) -> Stage:
+def imitate_stage(config: Config, log: Log | None = None, rounds_dir: Path | None = None,
+                  say: Callable[[str], None] = print) -> Stage:
     """Stage 2 (paper IV.C): imitate the mentor until the student beats it by the
-    configured margin (``imitate.target_score``), or for ``imitate.rounds`` rounds."""
+    configured margin (``imitate.target_score``), or for ``imitate.rounds`` rounds.
+
+    With ``rounds_dir`` every round is kept: the train state and replay buffer
+    in ``rounds_dir/checkpoints/<round>`` (a stage started again resumes after
+    the last saved round, and computes what an unbroken one does) and the nets
+    as a model directory ``rounds_dir/round-<round>``.
+    """
     cfg = config.imitate
     comps = components(config)
     rules, nets = comps.rules, comps.nets
@@ -202,7 +212,14 @@ def imitate_stage(config: Config, log: Log | None = None) -> Stage:
     def stage(state: TrainState, key: jax.Array):
         buffer = replay.init_for(nets, rules, cfg.capacity)
         metrics: dict[str, float] = {}
-        for r in range(cfg.rounds):
+        start = 0
+        if rounds_dir is not None and checkpoint.latest_step(rounds_dir) is not None:
+            (state, buffer), meta, start = checkpoint.restore(rounds_dir, (state, buffer))
+            metrics = meta["metrics"]
+            say(f"imitate: resumed {rounds_dir} after round {start}")
+            if meta["target_reached"]:
+                return state, metrics
+        for r in range(start, cfg.rounds):
             k_games, k_split, k_train, k_eval = jax.random.split(jax.random.fold_in(key, r), 4)
             t0 = time.perf_counter()
             g = jax.block_until_ready(games(k_games))
@@ -229,9 +246,15 @@ def imitate_stage(config: Config, log: Log | None = None) -> Stage:
                 metrics.update({"imitate/vs_mentor_score": s.score,
                                 "imitate/vs_mentor_low": s.low,
                                 "time/eval_s": time.perf_counter() - t0})
+            reached = bool(cfg.eval_games) and (
+                metrics["imitate/vs_mentor_score"] >= cfg.target_score)
+            if rounds_dir is not None:
+                checkpoint.save(rounds_dir, r + 1, (state, buffer),
+                                {"round": r + 1, "metrics": metrics, "target_reached": reached})
+                models.save(rounds_dir / f"round-{r + 1}", config, state.variables)
             if log:
                 log({"stage": "imitate", "round": r + 1, **metrics})
-            if cfg.eval_games and metrics["imitate/vs_mentor_score"] >= cfg.target_score:
+            if reached:
                 break
         return state, metrics
 
@@ -286,12 +309,16 @@ def selfplay_stage(config: Config, run_dir: Path, log: Log | None = None,
 
 
 def make_stage(name: str, config: Config, run_dir: Path, log: Log | None = None,
-               say: Callable[[str], None] = print) -> Stage:
+               say: Callable[[str], None] = print, index: int = 0) -> Stage:
+    """The stage ``name`` of a curriculum in ``run_dir``, at position ``index``
+    (which names the imitate stage's directory of rounds)."""
     if name not in STAGES:
         raise ConfigError(f"unknown stage {name!r}; the stages are {', '.join(STAGES)}")
     if name == "selfplay":
         return selfplay_stage(config, run_dir / "selfplay", log, say)
-    return (basic_stage if name == "basic" else imitate_stage)(config, log)
+    if name == "imitate":
+        return imitate_stage(config, log, run_dir / "rounds" / f"{index}-imitate", say)
+    return basic_stage(config, log)
 
 
 def stage_key(config: Config, index: int) -> jax.Array:
@@ -334,7 +361,7 @@ def run_curriculum(config: Config, run_dir: Path, init_variables=None,
         if i < len(done):
             continue
         say(f"stage {i + 1}/{len(stages)}: {name}")
-        stage = make_stage(name, config, run_dir, log, say)
+        stage = make_stage(name, config, run_dir, log, say, index=i)
         t0 = time.perf_counter()
         state, metrics = stage(fresh_train_state(config, variables), stage_key(config, i))
         variables = jax.device_get(state.variables)
