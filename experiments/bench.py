@@ -281,7 +281,8 @@ def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
 
 
 def time_search_moves(rules: Rules, states: State, repeats: int, reps: int,
-                      forced_moves: bool, answer_threats: bool = False) -> float:
+                      forced_moves: bool, answer_threats: bool = False,
+                      answer_four_threes: bool = False) -> float:
     """Seconds of one ``search_moves`` on the whole batch (what every expanded
     node of a batched simulation pays for forced moves), ``reps`` in one loop."""
 
@@ -289,7 +290,7 @@ def time_search_moves(rules: Rules, states: State, repeats: int, reps: int,
         def body(_, acc):  # acc (a count, never < 0) chains the calls: none is hoisted
             board = jnp.where(acc < 0, 0, states.board).astype(states.board.dtype)
             moves = search_moves(rules, states._replace(board=board), forced_moves,
-                                 answer_threats)
+                                 answer_threats, answer_four_threes)
             return acc + jnp.sum(moves, dtype=jnp.int32)
 
         return jax.lax.fori_loop(0, reps, body, jnp.int32(0))
@@ -531,10 +532,12 @@ def run(args: argparse.Namespace, command: str) -> dict:
             }
 
     log("double: self-play with search.forced_moves")
+    answers = {"forced_moves": True, "answer_threats": True}
     for name, options in (("forced_moves", {"forced_moves": True}),
-                          ("answer_threats", {"forced_moves": True, "answer_threats": True})):
-        if name == "answer_threats":
-            log("double: self-play with search.forced_moves and search.answer_threats")
+                          ("answer_threats", answers),
+                          ("answer_four_threes", {**answers, "answer_four_threes": True})):
+        if name != "forced_moves":
+            log(f"double: self-play with search.{name} too")
         forced = bench_search(rules, nets, variables, states, args, repeats, reps, **options)
         results[name] = {
             "sims_per_s": forced["sims_per_s"], "selfplay_compile_s": forced["selfplay_compile_s"],
@@ -633,6 +636,11 @@ def table(report: dict) -> str:
         f"{res['answer_threats']['cost']:.2f}x (the answers to the opponent's open-four "
         f"points are checked at every node; search_moves alone "
         f"{res['answer_threats']['search_moves_ms']:.2f} ms per batch).",
+        f"With search.answer_four_threes as well: "
+        f"{res['answer_four_threes']['sims_per_s']:,.0f} simulations/s, "
+        f"{res['answer_four_threes']['cost']:.2f}x (the opponent's four-three points "
+        f"and their answers too; search_moves alone "
+        f"{res['answer_four_threes']['search_moves_ms']:.2f} ms per batch).",
         "",
         "search overhead = (time per move) / ((sims + 1) x time of one batched evaluation).",
         "Timings are the best of a few runs, compile excluded; the machine may be shared.",

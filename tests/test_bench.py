@@ -47,6 +47,8 @@ RESULT_KEYS = (
     "mentor.1.chunked_games_per_s",
     "forced_moves.sims_per_s", "forced_moves.cost", "forced_moves.search_moves_ms",
     "answer_threats.sims_per_s", "answer_threats.cost", "answer_threats.search_moves_ms",
+    "answer_four_threes.sims_per_s", "answer_four_threes.cost",
+    "answer_four_threes.search_moves_ms",
 )
 
 

@@ -694,33 +694,172 @@ def random_threat_boards(n: int, seed: int) -> list[np.ndarray]:
     return out
 
 
-def test_threat_answers_are_the_moves_that_do_not_lose():
-    """Tier 4 (``answer_threats``) against the brute-force reference: exact
-    when every candidate is checked; with few checked, never fewer moves."""
-    boards = random_threat_boards(24, seed=5)
+def check_answers(boards, answers, options: tuple, checked: str, min_restricted: int):
+    """``search_moves(..., *options)`` on ``boards`` against the reference
+    ``answers``: exact when every candidate is checked against every threat
+    (``checked`` names the module's limit on threats); with few checked, never
+    fewer moves; without the last option, every move."""
     states = stack([state_of_board(b) for b in boards])
-    answers = [threat_answers_reference(b, 1) for b in boards]
-    # No answer at all (two threats that no stone stops): every move searched.
+    # No answer at all (threats that no stone stops): every move searched.
     want = [a or set(np.flatnonzero(b == 0).tolist()) for a, b in zip(answers, boards, strict=True)]
-    assert sum(0 < len(a) < int((b == 0).sum()) for a, b in zip(answers, boards, strict=True)) >= 20
-    fn = lambda s: search.search_moves(RULES, s, True, True)  # noqa: E731
-    with unittest.mock.patch.multiple(search, ANSWER_CANDIDATES=A, THREATS_CHECKED=A):
+    assert sum(0 < len(a) < int((b == 0).sum())
+               for a, b in zip(answers, boards, strict=True)) >= min_restricted
+    fn = lambda s: search.search_moves(RULES, s, *options)  # noqa: E731
+    with unittest.mock.patch.multiple(search, ANSWER_CANDIDATES=A, **{checked: A}):
         exact = np.asarray(jax.jit(fn)(states))
     for b in range(len(boards)):
         assert set(np.flatnonzero(exact[b]).tolist()) == want[b], (b, boards[b].reshape(7, 7))
-    with unittest.mock.patch.multiple(search, ANSWER_CANDIDATES=2, THREATS_CHECKED=1):
+    with unittest.mock.patch.multiple(search, ANSWER_CANDIDATES=2, **{checked: 1}):
         loose = np.asarray(jax.jit(lambda s: fn(s))(states))
     some = np.array([bool(a) for a in answers])  # (with none, loose may skip the fallback)
     assert (loose[some] >= exact[some]).all() and (loose[some] > exact[some]).any()
-    # Without answer_threats these positions are unrestricted.
-    plain = np.asarray(jax.jit(search.search_moves, static_argnums=(0, 2))(RULES, states, True))
+    fewer = options[:-1]
+    plain = np.asarray(jax.jit(lambda s: search.search_moves(RULES, s, *fewer))(states))
     np.testing.assert_array_equal(plain, np.asarray(jax.vmap(RULES.legal_mask)(states)))
+
+
+def test_threat_answers_are_the_moves_that_do_not_lose():
+    """Tier 4 (``answer_threats``) against the brute-force reference."""
+    boards = random_threat_boards(24, seed=5)
+    check_answers(boards, [threat_answers_reference(b, 1) for b in boards], (True, True),
+                  "THREATS_CHECKED", 20)
 
 
 def test_answer_threats_needs_forced_moves():
     with pytest.raises(ValueError, match="search.answer_threats.*forced_moves"):
         SearchConfig(answer_threats=True)
     assert SearchConfig(forced_moves=True, answer_threats=True).answer_threats
+
+
+DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
+
+
+def on_line(q: int, d: int, k: int) -> int | None:
+    """The point ``k`` steps from ``q`` along direction ``d`` (None off the board)."""
+    r, c = divmod(q, SIZE)
+    rr, cc = r + k * DIRECTIONS[d][0], c + k * DIRECTIONS[d][1]
+    return rr * SIZE + cc if 0 <= rr < SIZE and 0 <= cc < SIZE else None
+
+
+def line_fives(board, q: int, d: int, stone: int) -> int:
+    """With ``stone`` on ``q``: the empty points within 4 of it on line ``d``
+    where a second stone makes a run of five or more through both."""
+    count = 0
+    for k in (-4, -3, -2, -1, 1, 2, 3, 4):
+        f = on_line(q, d, k)
+        if f is None or board[f] != 0:
+            continue
+        b = np.array(board)
+        b[q] = b[f] = stone
+        lo, hi = min(0, k), max(0, k)
+        while on_line(q, d, lo - 1) is not None and b[on_line(q, d, lo - 1)] == stone:
+            lo -= 1
+        while on_line(q, d, hi + 1) is not None and b[on_line(q, d, hi + 1)] == stone:
+            hi += 1
+        inside = all(b[on_line(q, d, j)] == stone for j in range(min(0, k), max(0, k) + 1))
+        count += inside and hi - lo + 1 >= 5
+    return count
+
+
+def is_four_three(board, q: int, stone: int) -> bool:
+    """A stone on empty ``q`` makes a four on one line and, on another, a point
+    within 4 where a second stone makes two five points on that line."""
+    b = np.array(board)
+    b[q] = stone
+    fours = [line_fives(b, q, d, stone) >= 1 for d in range(4)]
+    threes = []
+    for d in range(4):
+        rs = [on_line(q, d, k) for k in (-4, -3, -2, -1, 1, 2, 3, 4)]
+        threes.append(any(r is not None and b[r] == 0 and line_fives(b, r, d, stone) >= 2
+                          for r in rs))
+    return any(fours[d] and threes[e] for d in range(4) for e in range(4) if d != e)
+
+
+def four_three_reference(board, stone: int) -> set[int]:
+    return {int(q) for q in np.flatnonzero(np.asarray(board) == 0)
+            if is_four_three(board, q, stone)}
+
+
+def four_three_answers_reference(board, stone: int) -> set[int]:
+    """The mover's fours and the points after which none of the opponent's
+    four-three points is left (a mover's stone makes the opponent no new one)."""
+    threats = four_three_reference(board, -stone)
+    out = set()
+    for p in np.flatnonzero(np.asarray(board) == 0):
+        after = np.array(board)
+        after[p] = stone
+        if fives_points_np(after, stone).any() or not any(
+                after[q] == 0 and is_four_three(after, q, -stone) for q in threats):
+            out.add(int(p))
+    return out
+
+
+def planted_board(rng, stone: int = -1) -> np.ndarray:
+    """A near four-three of ``stone`` around a random empty point q off the
+    edges: three
+    stones in a 5-point window through q on one line, two in a 4-point window
+    on another (some cut off by the board's edge); then as many stones of the
+    other colour and a few of each at random, black and white equal in number."""
+    board = np.zeros(A, np.int8)
+    q = int(rng.integers(2, SIZE - 2)) * SIZE + int(rng.integers(2, SIZE - 2))
+    d, e = rng.choice(4, size=2, replace=False)
+    for line, stones, width in ((d, 3, 5), (e, 2, 4)):
+        start = int(rng.integers(-width + 1, 1))
+        offsets = [k for k in range(start, start + width) if k != 0]
+        for k in rng.choice(offsets, size=stones, replace=False):
+            p = on_line(q, int(line), int(k))
+            if p is not None:
+                board[p] = stone
+    empty = [p for p in rng.permutation(A) if board[p] == 0 and p != q]
+    extra = int(rng.integers(0, 4))
+    for colour, count in ((stone, extra), (-stone, extra + int((board == stone).sum()))):
+        for _ in range(count):
+            board[empty.pop()] = colour
+    return board
+
+
+def random_four_three_boards(n: int, seed: int) -> list[np.ndarray]:
+    """Boards without fives where neither side has a five point, an open-four
+    or double-four point, and the opponent of the mover has a four-three point."""
+    rng = np.random.default_rng(seed)
+    out = []
+    while len(out) < n:
+        board = planted_board(rng)
+        if (has_five(board, 1) or has_five(board, -1) or fives_points_np(board, 1).any()
+                or fives_points_np(board, -1).any()):
+            continue
+        if not has_doubles(board, 1) and not has_doubles(board, -1) \
+                and four_three_reference(board, -1):
+            out.append(board)
+    return out
+
+
+def test_four_three_points_match_the_reference():
+    rng = np.random.default_rng(11)
+    boards = [planted_board(rng, 1 if i % 2 else -1) for i in range(60)]
+    fn = jax.jit(jax.vmap(lambda b, who: search.four_three_points(RULES, b, who)))
+    found = 0
+    for who in (1, -1):
+        got = np.asarray(fn(jnp.asarray(np.stack(boards)), jnp.full(len(boards), who)))
+        for b, board in enumerate(boards):
+            want = four_three_reference(board, who)
+            assert set(np.flatnonzero(got[b]).tolist()) == want, (who, board.reshape(7, 7))
+            found += len(want)
+    assert found >= 12, found
+
+
+def test_four_three_answers_are_the_reference():
+    """Tier 5 (``answer_four_threes``) against the plain-Python reference."""
+    boards = random_four_three_boards(16, seed=7)
+    check_answers(boards, [four_three_answers_reference(b, 1) for b in boards],
+                  (True, True, True), "FOUR_THREES_CHECKED", 12)
+
+
+def test_answer_four_threes_needs_answer_threats():
+    with pytest.raises(ValueError, match="search.answer_four_threes.*answer_threats"):
+        SearchConfig(forced_moves=True, answer_four_threes=True)
+    assert SearchConfig(forced_moves=True, answer_threats=True,
+                        answer_four_threes=True).answer_four_threes
 
 
 @pytest.fixture(scope="module")

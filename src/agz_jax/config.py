@@ -147,6 +147,12 @@ class SearchConfig:
     four or a double four, search only the mover's fours and the moves that
     leave the opponent no such move (``search.threat_answers``); every other
     move loses in four plies."""
+    answer_four_threes: bool = False
+    """With ``answer_threats``, a fifth kind: when the opponent has a
+    four-three point (a four and, on another line, an open three), search only
+    the mover's fours and the moves that leave it none
+    (``search.four_three_answers``). Every other move loses in six plies
+    unless the forced block of the four makes the mover a four."""
 
     def __post_init__(self):
         _check(self.algorithm in ALGORITHMS, "search.algorithm", f"must be one of {ALGORITHMS}",
@@ -169,6 +175,11 @@ class SearchConfig:
                "must be true or false", self.answer_threats)
         _check(self.forced_moves or not self.answer_threats, "search.answer_threats",
                "needs search.forced_moves (it is their fourth kind)", self.answer_threats)
+        _check(isinstance(self.answer_four_threes, bool), "search.answer_four_threes",
+               "must be true or false", self.answer_four_threes)
+        _check(self.answer_threats or not self.answer_four_threes, "search.answer_four_threes",
+               "needs search.answer_threats (it is the fifth kind after it)",
+               self.answer_four_threes)
 
 
 @dataclass(frozen=True)

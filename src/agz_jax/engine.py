@@ -210,7 +210,8 @@ class Engine:
         @jax.jit
         def start(variables, exact, states, invalid):
             root = search.make_root_fn(_EitherRule(size, exact=exact), nets,
-                                      cfg.forced_moves, cfg.answer_threats)(variables, states)
+                                      cfg.forced_moves, cfg.answer_threats,
+                                      cfg.answer_four_threes)(variables, states)
             root = root.replace(prior_logits=search.mask_logits(root.prior_logits, ~invalid))
             tree = search.start_tree(root, capacity, invalid)
             return tree, jax.nn.softmax(root.prior_logits[0])
@@ -219,7 +220,8 @@ class Engine:
         def chunk(variables, exact, key, tree, first, stop):
             recurrent_fn = search.make_recurrent_fn(_EitherRule(size, exact=exact), nets,
                                                     self.gamma, cfg.forced_moves,
-                                                    cfg.answer_threats)
+                                                    cfg.answer_threats,
+                                                    cfg.answer_four_threes)
             return search.continue_tree(
                 variables, key, tree, recurrent_fn=recurrent_fn,
                 root_action_selection_fn=functools.partial(select, depth=0),

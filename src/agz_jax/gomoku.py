@@ -99,15 +99,16 @@ def _line_table(size: int) -> np.ndarray:
 
 
 @functools.cache
-def line_window_table(size: int) -> np.ndarray:
-    """int32[A, 4, 11]: the points at offsets -5..5 from each point along each
-    direction; ``A`` (a padding slot) when off the board."""
+def line_window_table(size: int, half: int = 5) -> np.ndarray:
+    """int32[A, 4, 2 * half + 1]: the points at offsets -half..half (default
+    -5..5) from each point along each direction; ``A`` (a padding slot) when
+    off the board."""
     a = size * size
-    table = np.full((a, 4, 11), a, dtype=np.int32)
+    table = np.full((a, 4, 2 * half + 1), a, dtype=np.int32)
     for p in range(a):
         r, c = divmod(p, size)
         for d, (dr, dc) in enumerate(_DIRECTIONS):
-            for i, k in enumerate(range(-5, 6)):
+            for i, k in enumerate(range(-half, half + 1)):
                 rr, cc = r + k * dr, c + k * dc
                 if 0 <= rr < size and 0 <= cc < size:
                     table[p, d, i] = rr * size + cc
@@ -115,11 +116,11 @@ def line_window_table(size: int) -> np.ndarray:
 
 
 @functools.cache
-def reach_table(size: int) -> np.ndarray:
-    """bool[A, A]: ``[t, p]`` when ``p`` is ``t`` or lies within 5 of it on one
-    of its four lines, the points whose stone can change ``t``'s entry of
-    ``Rules.new_five_points``."""
-    window = line_window_table(size)
+def reach_table(size: int, half: int = 5) -> np.ndarray:
+    """bool[A, A]: ``[t, p]`` when ``p`` is ``t`` or lies within ``half`` of it
+    on one of its four lines; with 5, the points whose stone can change ``t``'s
+    entry of ``Rules.new_five_points``."""
+    window = line_window_table(size, half)
     a = size * size
     table = np.zeros((a, a + 1), bool)
     np.put_along_axis(table, window.reshape(a, -1), True, axis=1)
@@ -252,12 +253,17 @@ class Rules:
         ``me`` and which of the 8 within 4 are empty: one lookup per line in
         ``five_count_table`` (18 bits), not a run-length reading per offset.
         """
-        own = (vals[..., _WINDOW_OTHERS] == me).astype(jnp.int32)  # [..., 4, 10]
-        empty = (vals[..., _WINDOW_OFFSETS] == 0).astype(jnp.int32)  # [..., 4, 8]
+        return jnp.sum(self.line_five_count(vals, me), axis=-1, dtype=jnp.int32)
+
+    def line_five_count(self, vals: jax.Array, me: jax.Array) -> jax.Array:
+        """int32[...]: the five points a stone ``me`` at the centre (index 5)
+        of each 11-point line window ``vals`` int[..., 11] makes on that line."""
+        own = (vals[..., _WINDOW_OTHERS] == me).astype(jnp.int32)  # [..., 10]
+        empty = (vals[..., _WINDOW_OFFSETS] == 0).astype(jnp.int32)  # [..., 8]
         index = (jnp.sum(own * jnp.asarray(1 << np.arange(10), jnp.int32), axis=-1)
                  + jnp.sum(empty * jnp.asarray(1 << np.arange(10, 18), jnp.int32), axis=-1))
         table = jnp.asarray(five_count_table(self.rule))
-        return jnp.sum(table[index], axis=-1, dtype=jnp.int32)
+        return table[index].astype(jnp.int32)
 
     def step(self, state: State, action: jax.Array) -> State:
         """Place a stone of the side to move on ``action``.

@@ -41,6 +41,7 @@ import chex
 import jax
 import jax.numpy as jnp
 import mctx
+import numpy as np
 from mctx._src import action_selection as mctx_selection
 from mctx._src import qtransforms as mctx_qtransforms
 from mctx._src import search as mctx_search
@@ -120,22 +121,34 @@ def threat_answers(rules: Rules, board: jax.Array, me: jax.Array,
     """
     mine = rules.new_five_points(board, me) if mine is None else mine
     theirs = rules.new_five_points(board, -me) if theirs is None else theirs
+    return _checked_answers(
+        rules, board, me, mine, theirs >= 2, 5, THREATS_CHECKED,
+        lambda lines: rules.window_five_count(lines, -me) >= 2)
+
+
+def _checked_answers(rules: Rules, board: jax.Array, me: jax.Array, mine: jax.Array,
+                     threats: jax.Array, half: int, threats_checked: int,
+                     remains: Callable[[jax.Array], jax.Array]) -> jax.Array:
+    """``me``'s fours, and the empty points within ``half`` of every threat on
+    its lines after which none ``remains`` (``remains(lines)``: bool[P, T] of
+    the threats' lines int[P, T, 4, 2 * half + 1] with a stone of ``me`` on
+    each candidate). The first ``ANSWER_CANDIDATES`` candidates are checked
+    against the first ``threats_checked`` threats (none with more threats);
+    the others are allowed unchecked."""
     empty = board == 0
-    threats = theirs >= 2
     n_threats = jnp.sum(threats)
-    reach = jnp.asarray(reach_table(rules.size), jnp.int32)
+    reach = jnp.asarray(reach_table(rules.size, half), jnp.int32)
     candidates = empty & ((threats.astype(jnp.int32) @ reach) == n_threats)
 
-    n_t = min(THREATS_CHECKED, board.shape[0])
+    n_t = min(threats_checked, board.shape[0])
     n_p = min(ANSWER_CANDIDATES, board.shape[0])
     _, t = jax.lax.top_k(threats.astype(jnp.int32), n_t)
     _, p = jax.lax.top_k(candidates.astype(jnp.int32), n_p)
-    windows = jnp.asarray(line_window_table(rules.size))[t]  # [n_t, 4, 11]
+    windows = jnp.asarray(line_window_table(rules.size, half))[t]  # [n_t, 4, 2 * half + 1]
     padded = jnp.concatenate([board, jnp.full((1,), 2, board.dtype)])
     lines = jnp.where(windows == p[:, None, None, None], me.astype(board.dtype),
-                      padded[windows])  # [n_p, n_t, 4, 11]: the threats' lines after p
-    gone = ((rules.window_five_count(lines, -me) < 2) | (p[:, None] == t[None, :])
-            | ~threats[t][None, :])
+                      padded[windows])  # [n_p, n_t, 4, 2 * half + 1]: the lines after p
+    gone = ~remains(lines) | (p[:, None] == t[None, :]) | ~threats[t][None, :]
     checked = candidates[p] & (n_threats <= n_t)
     none = jnp.zeros_like(candidates)
     answers = none.at[p].set(checked & jnp.all(gone, axis=-1))
@@ -143,8 +156,71 @@ def threat_answers(rules: Rules, board: jax.Array, me: jax.Array,
     return (mine >= 1) | answers | unchecked
 
 
+_R_OFFSETS = np.array([-4, -3, -2, -1, 1, 2, 3, 4])
+"""Where, on a line through a stone, a point it helps make an open four can lie."""
+_R_WINDOWS = 9 + _R_OFFSETS[:, None] + np.arange(-5, 6)[None, :]
+"""[8, 11]: those points' 11-point windows inside the stone's 19-point line."""
+
+
+def four_three_lines(rules: Rules, lines: jax.Array, who: jax.Array) -> jax.Array:
+    """bool[...]: does a stone ``who`` at the centre of ``lines`` int[..., 4, 19]
+    (``line_window_table(size, 9)``; the centre is read as ``who``) make a
+    four-three: a four on one line (a five point there) and, on another line,
+    an empty point within 4 where a second stone ``who`` would make two five
+    points on that line (an open four)?"""
+    lines = lines.at[..., 9].set(who.astype(lines.dtype))
+    fours = rules.line_five_count(lines[..., 4:15], who) >= 1  # [..., 4]
+    after = lines[..., _R_WINDOWS]  # [..., 4, 8, 11]: the line around each point R
+    opens = (rules.line_five_count(after, who) >= 2) & (lines[..., 9 + _R_OFFSETS] == 0)
+    threes = jnp.any(opens, axis=-1)  # [..., 4]
+    fours_elsewhere = jnp.sum(fours, axis=-1, keepdims=True) - fours
+    return jnp.any(threes & (fours_elsewhere >= 1), axis=-1)
+
+
+FOUR_POINTS_CHECKED = 16
+"""Four points read for four-threes; any further ones are taken for none."""
+FOUR_THREES_CHECKED = 4
+"""Four-three points an answer is checked against; with more, none is checked."""
+
+
+def four_three_points(rules: Rules, board: jax.Array, who: jax.Array,
+                      fours: jax.Array | None = None) -> jax.Array:
+    """bool[A]: the empty points where a stone ``who`` makes a four-three
+    (``four_three_lines``).
+
+    Only four points can be, so only the first ``FOUR_POINTS_CHECKED`` points
+    of ``fours`` (``rules.new_five_points`` of ``who``, when the caller has
+    it) are read; a position with more loses the four-threes among the rest.
+    """
+    fours = rules.new_five_points(board, who) if fours is None else fours
+    n = min(FOUR_POINTS_CHECKED, board.shape[0])
+    _, q = jax.lax.top_k((fours >= 1).astype(jnp.int32), n)
+    window = jnp.asarray(line_window_table(rules.size, 9))[q]  # [n, 4, 19]
+    padded = jnp.concatenate([board, jnp.full((1,), 2, board.dtype)])  # 2: off the board
+    hit = (fours[q] >= 1) & four_three_lines(rules, padded[window], who)
+    return jnp.zeros(board.shape, bool).at[q].max(hit) & (board == 0)
+
+
+def four_three_answers(rules: Rules, board: jax.Array, me: jax.Array, mine: jax.Array,
+                       threats: jax.Array) -> jax.Array:
+    """bool[A]: the moves of ``me`` that answer the opponent's four-three points
+    ``threats`` (``four_three_points``): ``me``'s fours (``mine``:
+    ``rules.new_five_points`` of ``me``) and the points after which the
+    opponent has none left.
+
+    A stone of ``me`` never makes the opponent a new four-three, and changes a
+    point's four-three only within 9 of it on one of its lines, so an answer
+    lies within that reach of every threat. As in ``threat_answers``, the
+    first ``ANSWER_CANDIDATES`` such points are checked against the first
+    ``FOUR_THREES_CHECKED`` threats; any further ones are allowed unchecked.
+    """
+    return _checked_answers(rules, board, me, mine, threats, 9, FOUR_THREES_CHECKED,
+                            lambda lines: four_three_lines(rules, lines, -me))
+
+
 def search_moves(rules: Rules, states: State, forced: bool = False,
-                 answer_threats: bool = False) -> jax.Array:
+                 answer_threats: bool = False, answer_four_threes: bool = False
+                 ) -> jax.Array:
     """bool[B, A]: the moves a search may take from each position.
 
     The legal moves; with ``forced`` (``SearchConfig.forced_moves``) only the
@@ -160,9 +236,15 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
        opponent can make an open four or a double four: the mover's fours and
        the moves that leave the opponent no such move (``threat_answers``);
        any other move loses in four plies.
+    5. with ``answer_four_threes`` too (``SearchConfig.answer_four_threes``),
+       when the opponent has a four-three point (``four_three_points``): the
+       mover's fours and the moves that leave it none (``four_three_answers``).
 
-    None of them changes a position's game value, so the search stays sound
-    while it reads forcing lines deeply.
+    Kinds 1-4 never change a position's game value, so the search stays sound
+    while it reads forcing lines deeply. Kind 5 nearly never does: any other
+    move loses in six plies (the four-three; the forced block of its four;
+    the open four) unless that block happens to make the mover a four,
+    which this rule does not read.
     """
     legal = jax.vmap(rules.legal_mask)(states)
     if not forced:
@@ -180,19 +262,24 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
             answers = threat_answers(rules, state.board, me, mine, theirs) & legal
             kinds.append(jnp.any(answers) & jnp.any(theirs >= 2))
             moves.append(answers)
+        if answer_four_threes:
+            threats = four_three_points(rules, state.board, -me, theirs)
+            answers = four_three_answers(rules, state.board, me, mine, threats) & legal
+            kinds.append(jnp.any(answers) & jnp.any(threats))
+            moves.append(answers)
         return jnp.select(kinds, moves, legal)
 
     return jax.vmap(restrict)(states, legal)
 
 
 def make_root_fn(rules: Rules, nets: Networks, forced: bool = False,
-                 answer_threats: bool = False):
+                 answer_threats: bool = False, answer_four_threes: bool = False):
     def root_fn(variables, states: State, legal: jax.Array | None = None) -> mctx.RootFnOutput:
         """``legal``: the roots' ``search_moves`` when the caller has them."""
         obs = nets.observe(rules, states)
         logits, value = nets.evaluate(variables, obs, states.to_play)
         if legal is None:
-            legal = search_moves(rules, states, forced, answer_threats)
+            legal = search_moves(rules, states, forced, answer_threats, answer_four_threes)
         return mctx.RootFnOutput(
             prior_logits=mask_logits(logits, legal), value=value, embedding=states
         )
@@ -201,13 +288,13 @@ def make_root_fn(rules: Rules, nets: Networks, forced: bool = False,
 
 
 def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float, forced: bool = False,
-                      answer_threats: bool = False):
+                      answer_threats: bool = False, answer_four_threes: bool = False):
     def recurrent_fn(variables, key, action, states: State):
         del key
         children = jax.vmap(rules.step)(states, action)
         obs = nets.observe(rules, children)
         logits, value = nets.evaluate(variables, obs, children.to_play)
-        legal = search_moves(rules, children, forced, answer_threats)
+        legal = search_moves(rules, children, forced, answer_threats, answer_four_threes)
         backup = winning_value_decay(states, children, value, gamma)
         out = mctx.RecurrentFnOutput(
             reward=backup.reward,
@@ -475,7 +562,7 @@ def run_search(
     (PUCT) or Gumbel noise (Gumbel), as in self-play.
     """
     n_sims = cfg.num_simulations if num_simulations is None else num_simulations
-    forced = (cfg.forced_moves, cfg.answer_threats)
+    forced = (cfg.forced_moves, cfg.answer_threats, cfg.answer_four_threes)
     legal = search_moves(rules, states, *forced)
     root = make_root_fn(rules, nets, *forced)(variables, states, legal)
     recurrent_fn = make_recurrent_fn(rules, nets, gamma, *forced)
