@@ -10,7 +10,9 @@ name the most urgent tactic on the board: complete a five, block a four, make
 an open four, make a double four or four-three, stop an open three. A move
 *misses* it when it is not one of the points that carry it out. (Stopping an
 open three is the mentor's rule, not a law: a counter-attack with fours can
-be as good; the other tiers are forced or winning.)
+be as good; the other tiers are forced or winning.) It also counts the moves
+after which the opponent's most urgent tactic is to make a double four or a
+four-three: the player left it a winning threat.
 
 The player is named by the ``black:``/``white:`` lines that
 ``python -m experiments.arena --out`` writes after the moves; by default the
@@ -68,7 +70,7 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
         player = players(files[0]).get("black")
         if player is None:
             raise TacticsError(f"{files[0]}: no 'black:' line names the player; pass --player")
-    boards, to_play, moves = [], [], []
+    boards, to_play, moves, game_of = [], [], [], []
     games = as_black = 0
     size = None
     for path in files:
@@ -92,23 +94,35 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
                 boards.append(board.copy())
                 to_play.append(colour)
                 moves.append(action)
+                game_of.append(games)
             board[action] = 1 if colour == 0 else -1
     if not games:
         raise TacticsError(f"{directory}: no game names {player!r} as black or white")
     rules = Rules(size)
     urgent = jax.jit(jax.vmap(lambda b, c: mentor.urgent_moves(rules, b, c)))
-    tiers, hits = [], []
+    tiers, hits, replies = [], [], []
     for i in range(0, len(boards), 512):
         b = np.stack(boards[i:i + 512])
-        tier, allowed = jax.device_get(urgent(b, np.asarray(to_play[i:i + 512], np.int32)))
+        colour = np.asarray(to_play[i:i + 512], np.int32)
+        played = np.asarray(moves[i:i + 512])
+        tier, allowed = jax.device_get(urgent(b, colour))
         tiers.append(tier)
-        hits.append(allowed[np.arange(len(b)), np.asarray(moves[i:i + 512])])
+        hits.append(allowed[np.arange(len(b)), played])
+        after = b.copy()
+        after[np.arange(len(b)), played] = np.where(colour == 0, 1, -1)
+        replies.append(jax.device_get(urgent(after, 1 - colour))[0])
     tier = np.concatenate(tiers) if tiers else np.zeros(0, int)
     hit = np.concatenate(hits) if hits else np.zeros(0, bool)
+    reply = np.concatenate(replies) if replies else np.zeros(0, int)
     rows = {name: {"seen": int((tier == t).sum()), "missed": int(((tier == t) & ~hit).sum())}
             for t, name in sorted(mentor.TIER_NAMES.items(), reverse=True)}
+    # The opponent's most urgent tactic right after the move: a double four or
+    # four-three to make (the move neither made a four nor stopped one).
+    left = reply == 2
+    left_games = len(set(np.asarray(game_of)[left].tolist())) if left.any() else 0
     return {"player": player, "games": games, "as_black": as_black, "moves": len(moves),
-            "skip": skip, "tactics": rows}
+            "skip": skip, "tactics": rows,
+            "left_four_three": {"moves": int(left.sum()), "games": left_games}}
 
 
 def text(report: dict) -> str:
@@ -117,6 +131,9 @@ def text(report: dict) -> str:
              f"  {'the mentor sees':36}{'seen':>6}{'missed':>8}"]
     for name, r in report["tactics"].items():
         lines.append(f"  {name:36}{r['seen']:>6}{r['missed']:>8}")
+    left = report["left_four_three"]
+    lines.append(f"  moves after which the opponent could make a double four or four-three: "
+                 f"{left['moves']} (in {left['games']} games)")
     return "\n".join(lines)
 
 

@@ -48,6 +48,24 @@ def test_counts_a_missed_and_a_made_block(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out) == report
 
 
+def test_counts_a_four_three_left_to_the_opponent(tmp_path):
+    """Black's row 4 is a three closed by white at (4, 0); with (2, 4) and (3, 4),
+    black's (4, 4) would be a four-three. White's last move leaves it, or takes it."""
+    black = [at(2, 4), at(4, 1), at(4, 2), at(3, 4), at(4, 3)]
+
+    def game(last):
+        white = [at(4, 0), at(8, 8), at(8, 6), at(0, 8), last]
+        return [m for pair in zip(black, white, strict=True) for m in pair]
+
+    games = tmp_path / "games"
+    write_games(games, [(game(at(8, 0)), "mentor:0", "student"),
+                        (game(at(4, 4)), "mentor:0", "student"),
+                        (game(at(8, 0)), "mentor:0", "student")])
+    report = tactics.count(games, "student", skip=0)
+    assert report["left_four_three"] == {"moves": 2, "games": 2}
+    assert "double four or four-three: 2 (in 2 games)" in tactics.text(report)
+
+
 def test_bad_input_is_named(tmp_path, capsys):
     empty = tmp_path / "empty"
     empty.mkdir()
