@@ -855,6 +855,36 @@ def test_four_three_answers_are_the_reference():
                   (True, True, True), "FOUR_THREES_CHECKED", 12)
 
 
+def test_both_threats_are_answered_together():
+    """Facing open-four and four-three points at once: the moves that answer
+    both when there are any (else those of the open fours), and without
+    ``answer_four_threes`` the open fours' answers alone."""
+    rng = np.random.default_rng(3)
+    boards = []
+    while len(boards) < 12:
+        board = planted_board(rng)
+        if (not has_five(board, 1) and not has_five(board, -1)
+                and not fives_points_np(board, 1).any() and not fives_points_np(board, -1).any()
+                and not has_doubles(board, 1) and has_doubles(board, -1)
+                and four_three_reference(board, -1)):
+            boards.append(board)
+    states = stack([state_of_board(b) for b in boards])
+    fn = lambda s, *o: search.search_moves(RULES, s, True, True, *o)  # noqa: E731
+    with unittest.mock.patch.multiple(search, ANSWER_CANDIDATES=A, THREATS_CHECKED=A,
+                                      FOUR_THREES_CHECKED=A):
+        with_43 = np.asarray(jax.jit(lambda s: fn(s, True))(states))
+        without = np.asarray(jax.jit(fn)(states))
+    narrowed = 0
+    for b, board in enumerate(boards):
+        empty = set(np.flatnonzero(board == 0).tolist())
+        open_fours = threat_answers_reference(board, 1) or empty
+        both = open_fours & four_three_answers_reference(board, 1)
+        assert set(np.flatnonzero(without[b]).tolist()) == open_fours, b
+        assert set(np.flatnonzero(with_43[b]).tolist()) == (both or open_fours), b
+        narrowed += bool(both) and both != open_fours
+    assert narrowed >= 3, narrowed
+
+
 def test_answer_four_threes_needs_answer_threats():
     with pytest.raises(ValueError, match="search.answer_four_threes.*answer_threats"):
         SearchConfig(forced_moves=True, answer_four_threes=True)

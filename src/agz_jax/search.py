@@ -239,6 +239,8 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
     5. with ``answer_four_threes`` too (``SearchConfig.answer_four_threes``),
        when the opponent has a four-three point (``four_three_points``): the
        mover's fours and the moves that leave it none (``four_three_answers``).
+       Facing an open-four point as well, kind 4 keeps only the moves that
+       answer both, if there are any.
 
     Kinds 1-4 never change a position's game value, so the search stays sound
     while it reads forcing lines deeply. Kind 5 nearly never does: any other
@@ -264,9 +266,12 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
             moves.append(answers)
         if answer_four_threes:
             threats = four_three_points(rules, state.board, -me, theirs)
-            answers = four_three_answers(rules, state.board, me, mine, threats) & legal
-            kinds.append(jnp.any(answers) & jnp.any(threats))
-            moves.append(answers)
+            answers43 = four_three_answers(rules, state.board, me, mine, threats) & legal
+            # Facing both kinds of threat: the answers to both, when there are any.
+            both = moves[-1] & answers43
+            moves[-1] = jnp.where(jnp.any(both) & jnp.any(threats), both, moves[-1])
+            kinds.append(jnp.any(answers43) & jnp.any(threats))
+            moves.append(answers43)
         return jnp.select(kinds, moves, legal)
 
     return jax.vmap(restrict)(states, legal)
