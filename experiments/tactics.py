@@ -71,6 +71,7 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
         if player is None:
             raise TacticsError(f"{files[0]}: no 'black:' line names the player; pass --player")
     boards, to_play, moves, game_of = [], [], [], []
+    finals, lost = [], []  # per game: (board, last move), did the player lose
     games = as_black = 0
     size = None
     for path in files:
@@ -94,8 +95,10 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
                 boards.append(board.copy())
                 to_play.append(colour)
                 moves.append(action)
-                game_of.append(games)
+                game_of.append(games - 1)
             board[action] = 1 if colour == 0 else -1
+        finals.append((board, record.moves[-1] if record.moves else 0))
+        lost.append(bool(record.moves) and (len(record.moves) - 1) % 2 not in colours)
     if not games:
         raise TacticsError(f"{directory}: no game names {player!r} as black or white")
     rules = Rules(size)
@@ -119,10 +122,18 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
     # The opponent's most urgent tactic right after the move: a double four or
     # four-three to make (the move neither made a four nor stopped one).
     left = reply == 2
-    left_games = len(set(np.asarray(game_of)[left].tolist())) if left.any() else 0
+    left_in = sorted(set(np.asarray(game_of, int)[left].tolist()))
+    # A game is lost when its last move, the opponent's, made five.
+    win = jax.jit(rules.is_win)
+    lost = [bool(lose) and bool(win(b, a)) for (b, a), lose in zip(finals, lost, strict=True)]
+    answering = {name: int((left & (tier == t)).sum())
+                 for t, name in sorted(mentor.TIER_NAMES.items(), reverse=True)}
+    answering["none"] = int((left & (tier == 0)).sum())
     return {"player": player, "games": games, "as_black": as_black, "moves": len(moves),
-            "skip": skip, "tactics": rows,
-            "left_four_three": {"moves": int(left.sum()), "games": left_games}}
+            "skip": skip, "tactics": rows, "lost": int(sum(lost)),
+            "left_four_three": {"moves": int(left.sum()), "games": len(left_in),
+                                "lost_games": int(sum(lost[g] for g in left_in)),
+                                "when_the_tactic_was": answering}}
 
 
 def text(report: dict) -> str:
@@ -133,7 +144,10 @@ def text(report: dict) -> str:
         lines.append(f"  {name:36}{r['seen']:>6}{r['missed']:>8}")
     left = report["left_four_three"]
     lines.append(f"  moves after which the opponent could make a double four or four-three: "
-                 f"{left['moves']} (in {left['games']} games)")
+                 f"{left['moves']} (in {left['games']} games, {left['lost_games']} of them "
+                 f"lost; {report['lost']} games lost in all)")
+    lines.append("    when the mentor's tactic before the move was: " + ", ".join(
+        f"{name} {n}" for name, n in left["when_the_tactic_was"].items() if n))
     return "\n".join(lines)
 
 

@@ -39,6 +39,7 @@ def test_counts_a_missed_and_a_made_block(tmp_path, capsys):
     assert report["games"] == 2 and report["as_black"] == 0
     assert report["moves"] == 6  # white's plies 3, 5, 7 in each game
     assert report["tactics"]["block a four"] == {"seen": 2, "missed": 1}
+    assert report["lost"] == 1  # the missed block: black's five ends the game
     assert sum(r["seen"] for r in report["tactics"].values()) == 2
     # Black, by default the player (the first game's black): it completed its five.
     black = tactics.count(games, None, skip=0)
@@ -62,8 +63,16 @@ def test_counts_a_four_three_left_to_the_opponent(tmp_path):
                         (game(at(4, 4)), "mentor:0", "student"),
                         (game(at(8, 0)), "mentor:0", "student")])
     report = tactics.count(games, "student", skip=0)
-    assert report["left_four_three"] == {"moves": 2, "games": 2}
-    assert "double four or four-three: 2 (in 2 games)" in tactics.text(report)
+    left = report["left_four_three"]
+    assert (left["moves"], left["games"], left["lost_games"], report["lost"]) == (2, 2, 0, 0)
+    assert sum(left["when_the_tactic_was"].values()) == 2
+    assert "double four or four-three: 2 (in 2 games, 0 of them lost" in tactics.text(report)
+    # Black plays the four-three, white blocks the four, black makes the open
+    # four and then five: the game is lost.
+    black_wins = game(at(8, 0)) + [at(4, 4), at(4, 5), at(5, 4), at(1, 4), at(6, 4)]
+    write_games(tmp_path / "lost", [(black_wins, "mentor:0", "student")])
+    lost = tactics.count(tmp_path / "lost", "student", skip=0)
+    assert lost["lost"] == 1 and lost["left_four_three"]["lost_games"] == 1
 
 
 def test_bad_input_is_named(tmp_path, capsys):
