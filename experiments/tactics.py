@@ -71,7 +71,7 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
         if player is None:
             raise TacticsError(f"{files[0]}: no 'black:' line names the player; pass --player")
     boards, to_play, moves, game_of = [], [], [], []
-    finals, lost = [], []  # per game: (board, last move), did the player lose
+    finals, last_moves, opponent_last = [], [], []  # per game
     games = as_black = 0
     size = None
     for path in files:
@@ -97,8 +97,9 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
                 moves.append(action)
                 game_of.append(games - 1)
             board[action] = 1 if colour == 0 else -1
-        finals.append((board, record.moves[-1] if record.moves else 0))
-        lost.append(bool(record.moves) and (len(record.moves) - 1) % 2 not in colours)
+        finals.append(board)
+        last_moves.append(record.moves[-1] if record.moves else 0)
+        opponent_last.append(bool(record.moves) and (len(record.moves) - 1) % 2 not in colours)
     if not games:
         raise TacticsError(f"{directory}: no game names {player!r} as black or white")
     rules = Rules(size)
@@ -124,15 +125,15 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
     left = reply == 2
     left_in = sorted(set(np.asarray(game_of, int)[left].tolist()))
     # A game is lost when its last move, the opponent's, made five.
-    win = jax.jit(rules.is_win)
-    lost = [bool(lose) and bool(win(b, a)) for (b, a), lose in zip(finals, lost, strict=True)]
+    made_five = jax.device_get(jax.jit(jax.vmap(rules.is_win))(
+        np.stack(finals), np.asarray(last_moves, np.int32)))
+    lost = np.asarray(opponent_last) & made_five
     answering = {name: int((left & (tier == t)).sum())
-                 for t, name in sorted(mentor.TIER_NAMES.items(), reverse=True)}
-    answering["none"] = int((left & (tier == 0)).sum())
+                 for t, name in [*sorted(mentor.TIER_NAMES.items(), reverse=True), (0, "none")]}
     return {"player": player, "games": games, "as_black": as_black, "moves": len(moves),
-            "skip": skip, "tactics": rows, "lost": int(sum(lost)),
+            "skip": skip, "tactics": rows, "lost": int(lost.sum()),
             "left_four_three": {"moves": int(left.sum()), "games": len(left_in),
-                                "lost_games": int(sum(lost[g] for g in left_in)),
+                                "lost_games": int(lost[left_in].sum()),
                                 "when_the_tactic_was": answering}}
 
 

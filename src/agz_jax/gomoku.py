@@ -127,6 +127,16 @@ def reach_table(size: int, half: int = 5) -> np.ndarray:
     return table[:, :a]
 
 
+OFF_BOARD = 2
+"""What ``with_off_board`` puts in the padding slot ``A`` of the line tables."""
+
+
+def with_off_board(board: jax.Array) -> jax.Array:
+    """int[A + 1]: ``board`` with the off-board slot ``A`` (``OFF_BOARD``), so
+    that ``line_window_table`` indices can be read from it directly."""
+    return jnp.concatenate([board, jnp.full((1,), OFF_BOARD, board.dtype)])
+
+
 _WINDOW_OFFSETS = np.array([-4, -3, -2, -1, 1, 2, 3, 4]) + 5
 """Where a five point made by a stone at a window's centre (index 5) can lie."""
 _WINDOW_OTHERS = np.array([0, 1, 2, 3, 4, 6, 7, 8, 9, 10])
@@ -240,7 +250,7 @@ class Rules:
         an overline (at least 6).
         """
         window = jnp.asarray(line_window_table(self.size))
-        padded = jnp.concatenate([board, jnp.full((1,), 2, board.dtype)])  # 2: off the board
+        padded = with_off_board(board)
         count = self.window_five_count(padded[window], me)
         return jnp.where(board == 0, count, 0)
 

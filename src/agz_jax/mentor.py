@@ -75,7 +75,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax.gomoku import Rules, State, stone
+from agz_jax.gomoku import Rules, State, stone, with_off_board
 
 MAX_LEVEL = 3
 DEFAULT_BEAM = (0, 10, 8, 5)  # per level (level 0 does not search)
@@ -210,7 +210,7 @@ def classes(rules: Rules, board: jax.Array, me: jax.Array):
     of ``me`` stones within 4 points on the four lines.
     """
     table = jnp.asarray(neighbour_table(rules.size))
-    padded = jnp.concatenate([board, jnp.full((1,), 2, board.dtype)])  # 2: off the board
+    padded = with_off_board(board)
     vals = padded[table]  # [A, 4, 8]
     state = jnp.where(vals == 0, EMPTY, jnp.where(vals == me, OWN, BLOCKED))
     powers = jnp.asarray(3 ** np.arange(8), jnp.int32)

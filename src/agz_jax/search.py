@@ -48,7 +48,7 @@ from mctx._src import search as mctx_search
 from mctx._src import seq_halving as mctx_seq_halving
 
 from agz_jax.config import SearchConfig, SelfPlayConfig
-from agz_jax.gomoku import Rules, State, line_window_table, reach_table, stone
+from agz_jax.gomoku import Rules, State, line_window_table, reach_table, stone, with_off_board
 from agz_jax.networks import Networks
 
 Evaluate = Callable[[object, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
@@ -145,7 +145,7 @@ def _checked_answers(rules: Rules, board: jax.Array, me: jax.Array, mine: jax.Ar
     _, t = jax.lax.top_k(threats.astype(jnp.int32), n_t)
     _, p = jax.lax.top_k(candidates.astype(jnp.int32), n_p)
     windows = jnp.asarray(line_window_table(rules.size, half))[t]  # [n_t, 4, 2 * half + 1]
-    padded = jnp.concatenate([board, jnp.full((1,), 2, board.dtype)])
+    padded = with_off_board(board)
     lines = jnp.where(windows == p[:, None, None, None], me.astype(board.dtype),
                       padded[windows])  # [n_p, n_t, 4, 2 * half + 1]: the lines after p
     gone = ~remains(lines) | (p[:, None] == t[None, :]) | ~threats[t][None, :]
@@ -196,7 +196,7 @@ def four_three_points(rules: Rules, board: jax.Array, who: jax.Array,
     n = min(FOUR_POINTS_CHECKED, board.shape[0])
     _, q = jax.lax.top_k((fours >= 1).astype(jnp.int32), n)
     window = jnp.asarray(line_window_table(rules.size, 9))[q]  # [n, 4, 19]
-    padded = jnp.concatenate([board, jnp.full((1,), 2, board.dtype)])  # 2: off the board
+    padded = with_off_board(board)
     hit = (fours[q] >= 1) & four_three_lines(rules, padded[window], who)
     return jnp.zeros(board.shape, bool).at[q].max(hit) & (board == 0)
 
