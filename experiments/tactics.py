@@ -12,7 +12,8 @@ an open four, make a double four or four-three, stop an open three. A move
 open three is the mentor's rule, not a law: a counter-attack with fours can
 be as good; the other tiers are forced or winning.) It also counts the moves
 after which the opponent's most urgent tactic is to make a double four or a
-four-three: the player left it a winning threat.
+four-three: the player left it a winning threat (a move that made five ended
+the game and left nothing).
 
 The player is named by the ``black:``/``white:`` lines that
 ``python -m experiments.arena --out`` writes after the moves; by default the
@@ -104,7 +105,8 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
         raise TacticsError(f"{directory}: no game names {player!r} as black or white")
     rules = Rules(size)
     urgent = jax.jit(jax.vmap(lambda b, c: mentor.urgent_moves(rules, b, c)))
-    tiers, hits, replies = [], [], []
+    is_win = jax.jit(jax.vmap(rules.is_win))
+    tiers, hits, replies, wins = [], [], [], []
     for i in range(0, len(boards), 512):
         b = np.stack(boards[i:i + 512])
         colour = np.asarray(to_play[i:i + 512], np.int32)
@@ -115,18 +117,20 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
         after = b.copy()
         after[np.arange(len(b)), played] = np.where(colour == 0, 1, -1)
         replies.append(jax.device_get(urgent(after, 1 - colour))[0])
+        wins.append(jax.device_get(is_win(after, played.astype(np.int32))))
     tier = np.concatenate(tiers) if tiers else np.zeros(0, int)
     hit = np.concatenate(hits) if hits else np.zeros(0, bool)
     reply = np.concatenate(replies) if replies else np.zeros(0, int)
+    won = np.concatenate(wins) if wins else np.zeros(0, bool)
     rows = {name: {"seen": int((tier == t).sum()), "missed": int(((tier == t) & ~hit).sum())}
             for t, name in sorted(mentor.TIER_NAMES.items(), reverse=True)}
     # The opponent's most urgent tactic right after the move: a double four or
-    # four-three to make (the move neither made a four nor stopped one).
-    left = reply == 2
+    # four-three to make (the move neither made a four nor stopped one), unless
+    # the move made five and the game is over.
+    left = (reply == 2) & ~won
     left_in = sorted(set(np.asarray(game_of, int)[left].tolist()))
     # A game is lost when its last move, the opponent's, made five.
-    made_five = jax.device_get(jax.jit(jax.vmap(rules.is_win))(
-        np.stack(finals), np.asarray(last_moves, np.int32)))
+    made_five = jax.device_get(is_win(np.stack(finals), np.asarray(last_moves, np.int32)))
     lost = np.asarray(opponent_last) & made_five
     answering = {name: int((left & (tier == t)).sum())
                  for t, name in [*sorted(mentor.TIER_NAMES.items(), reverse=True), (0, "none")]}

@@ -86,3 +86,20 @@ def test_bad_input_is_named(tmp_path, capsys):
     assert "no game names 'nobody'" in capsys.readouterr().err
     assert tactics.main([str(games), "--skip", "-1"]) == 2
     assert "--skip" in capsys.readouterr().err
+
+
+def test_a_winning_move_leaves_the_opponent_nothing(tmp_path):
+    """Black's (4, 3) would be a four-three (row 4 from the edge and column 3).
+    White's five on row 8 runs from the edge to black's (8, 5), so no point
+    extends it: after it the mentor's most urgent tactic for black is that
+    four-three, but the five ended the game and left black nothing."""
+    black = [at(2, 3), at(4, 0), at(4, 1), at(3, 3), at(8, 5), at(4, 2)]
+    white = [at(8, 0), at(8, 1), at(0, 8), at(8, 2), at(8, 3), at(8, 4)]
+    moves = [m for pair in zip(black, white, strict=True) for m in pair]
+    write_games(tmp_path / "games", [(moves, "mentor:0", "student")])
+    report = tactics.count(tmp_path / "games", "student", skip=0)
+    assert report["tactics"]["complete a five"] == {"seen": 1, "missed": 0}
+    assert report["left_four_three"]["moves"] == 0
+    assert report["lost"] == 0
+    # Black's count: its (4, 2) let white's five be completed, not a four-three.
+    assert tactics.count(tmp_path / "games", "mentor:0", skip=0)["lost"] == 1
