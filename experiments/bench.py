@@ -535,15 +535,18 @@ def run(args: argparse.Namespace, command: str) -> dict:
     answers = {"forced_moves": True, "answer_threats": True}
     for name, options in (("forced_moves", {"forced_moves": True}),
                           ("answer_threats", answers),
-                          ("answer_four_threes", {**answers, "answer_four_threes": True})):
+                          ("answer_four_threes", {**answers, "answer_four_threes": True}),
+                          ("threat_values", {**answers, "answer_four_threes": True,
+                                             "threat_values": True})):
         if name != "forced_moves":
             log(f"double: self-play with search.{name} too")
         forced = bench_search(rules, nets, variables, states, args, repeats, reps, **options)
         results[name] = {
             "sims_per_s": forced["sims_per_s"], "selfplay_compile_s": forced["selfplay_compile_s"],
             "cost": results["double"]["sims_per_s"] / forced["sims_per_s"],
-            "search_moves_ms": 1e3 * time_search_moves(rules, states, repeats, reps,
-                                                       **options)}
+            "search_moves_ms": 1e3 * time_search_moves(
+                rules, states, repeats, reps,
+                **{k: v for k, v in options.items() if k != "threat_values"})}
 
     if args.devices:
         results["devices"] = bench_devices(args)
@@ -641,6 +644,11 @@ def table(report: dict) -> str:
         f"{res['answer_four_threes']['cost']:.2f}x (the opponent's four-three points "
         f"and their answers too; search_moves alone "
         f"{res['answer_four_threes']['search_moves_ms']:.2f} ms per batch).",
+        f"With search.threat_values as well: "
+        f"{res['threat_values']['sims_per_s']:,.0f} simulations/s, "
+        f"{res['threat_values']['cost']:.2f}x (every expanded node's stones are read "
+        f"for a forced win: five, open or double four, four-three, four then one of "
+        f"those).",
         "",
         "search overhead = (time per move) / ((sims + 1) x time of one batched evaluation).",
         "Timings are the best of a few runs, compile excluded; the machine may be shared.",

@@ -49,6 +49,7 @@ RESULT_KEYS = (
     "answer_threats.sims_per_s", "answer_threats.cost", "answer_threats.search_moves_ms",
     "answer_four_threes.sims_per_s", "answer_four_threes.cost",
     "answer_four_threes.search_moves_ms",
+    "threat_values.sims_per_s", "threat_values.cost",
 )
 
 

@@ -676,16 +676,22 @@ def has_doubles(board, stone: int) -> bool:
                for a in np.flatnonzero(np.asarray(board) == 0))
 
 
+def random_board(rng, low: int, high: int) -> np.ndarray:
+    """k black and k white stones on random points, k drawn from [low, high)."""
+    k = int(rng.integers(low, high))
+    board = np.zeros(A, np.int8)
+    cells = rng.permutation(A)[: 2 * k]
+    board[cells[0::2]], board[cells[1::2]] = 1, -1
+    return board
+
+
 def random_threat_boards(n: int, seed: int) -> list[np.ndarray]:
     """Boards without fives where the mover has no five, no five to block and
     no open four to make, but the opponent has an open-four point."""
     rng = np.random.default_rng(seed)
     out = []
     while len(out) < n:
-        k = int(rng.integers(4, 12))
-        board = np.zeros(A, np.int8)
-        cells = rng.permutation(A)[: 2 * k]
-        board[cells[0::2]], board[cells[1::2]] = 1, -1
+        board = random_board(rng, 4, 12)
         if has_five(board, 1) or has_five(board, -1):
             continue
         if (not fives_points_np(board, 1).any() and not fives_points_np(board, -1).any()
@@ -890,6 +896,135 @@ def test_answer_four_threes_needs_answer_threats():
         SearchConfig(forced_moves=True, answer_four_threes=True)
     assert SearchConfig(forced_moves=True, answer_threats=True,
                         answer_four_threes=True).answer_four_threes
+
+
+def threat_value_reference(board, stone: int, gamma: float) -> float | None:
+    """``search.threat_value`` by playing it out: the mover's five; nothing if
+    it must block; its open or double four; its four-three; else a four
+    (exactly one five point) whose block leaves the opponent no five point
+    and the mover one of those two."""
+    if fives_points_np(board, stone).any():
+        return 1.0
+    if fives_points_np(board, -stone).any():
+        return None
+    if has_doubles(board, stone):
+        return gamma ** 2
+    if four_three_reference(board, stone):
+        return gamma ** 4
+    for f in np.flatnonzero(np.asarray(board) == 0):
+        after = np.array(board)
+        after[f] = stone
+        fives = fives_points_np(after, stone)
+        if fives.sum() != 1:
+            continue
+        after[int(np.argmax(fives))] = -stone
+        if not fives_points_np(after, -stone).any() and (
+                has_doubles(after, stone) or four_three_reference(after, stone)):
+            return gamma ** 6
+    return None
+
+
+def threat_boards(per_kind: int, seed: int):
+    """Random and planted boards without fives, for black to read, until each
+    of ``threat_value``'s outcomes has ``per_kind`` of them (the kinds with a
+    value, and "nothing read" for a five to block and for no win)."""
+    rng = np.random.default_rng(seed)
+    kinds: dict = collections.defaultdict(list)
+    while min(len(kinds[k]) for k in (1.0, "block", GAMMA ** 2, GAMMA ** 4, GAMMA ** 6,
+                                      None)) < per_kind:
+        board = planted_board(rng, 1) if rng.random() < 0.5 else random_board(rng, 4, 10)
+        if has_five(board, 1) or has_five(board, -1):
+            continue
+        value = threat_value_reference(board, 1, GAMMA)
+        kind = "block" if value is None and fives_points_np(board, -1).any() else value
+        if len(kinds[kind]) < per_kind:
+            kinds[kind].append(board)
+    return [(b, k) for k, boards in kinds.items() for b in boards]
+
+
+def test_threat_value_is_the_reference():
+    cases = threat_boards(6, seed=5)
+    boards = jnp.asarray(np.stack([b for b, _ in cases]))
+    fn = jax.jit(jax.vmap(lambda b: search.threat_value(RULES, b, jnp.int8(1), GAMMA)))
+    with unittest.mock.patch.object(search, "FOURS_READ", A):
+        known, value = map(np.asarray, fn(boards))
+    for (board, kind), k, v in zip(cases, known, value, strict=True):
+        want = None if kind == "block" else kind
+        assert k == (want is not None), (kind, board.reshape(SIZE, SIZE))
+        if want is not None:
+            assert v == pytest.approx(want, abs=1e-6), (kind, board.reshape(SIZE, SIZE))
+
+
+def test_a_four_whose_block_makes_a_four_is_not_read_as_a_win():
+    """Black's four at (row 3, column 3) forces the block at (3, 4), after
+    which (4, 3) is a four-three; with white's three above (3, 4) that block
+    makes white a four, which black must answer, and nothing is read."""
+    countered = board_of("""
+        O . . . O . O
+        . . . . O . O
+        . . . . O . .
+        X X X . . . .
+        . X X . . . .
+        . . . X . . .
+        . . . X . . O
+    """)
+    free = board_of("""
+        O O . . . . O
+        . . . . . . O
+        . . . . . O .
+        X X X . . . .
+        . X X . . . .
+        . . . X . . O
+        . . . X . . O
+    """)
+    fn = jax.jit(jax.vmap(lambda b: search.threat_value(RULES, b, jnp.int8(1), GAMMA)))
+    known, value = map(np.asarray, fn(jnp.asarray(np.stack([countered, free]))))
+    assert threat_value_reference(countered, 1, GAMMA) is None
+    assert threat_value_reference(free, 1, GAMMA) == pytest.approx(GAMMA ** 6)
+    assert not known[0]
+    assert known[1] and value[1] == pytest.approx(GAMMA ** 6)
+
+
+def test_threat_values_replace_the_nets_value_of_the_children():
+    """``recurrent_fn`` with ``threat_values``: each child whose side to move
+    has a win read takes its value; the others keep the net's; the rest of the
+    output is the same as without."""
+    cases = threat_boards(3, seed=6)
+    # The mover is white: the last white stone is taken back and replayed.
+    parents, actions, want = [], [], []
+    for board, _ in cases:
+        whites = np.flatnonzero(board == -1)
+        if len(whites) == 0:
+            continue
+        a = int(whites[-1])
+        parent = board.copy()
+        parent[a] = 0
+        if has_five(board, -1):
+            continue
+        parents.append(state_of_board(parent))
+        actions.append(a)
+        want.append(threat_value_reference(board, 1, GAMMA))
+    variables = random_variables(3)
+    states, actions = stack(parents), jnp.asarray(actions, jnp.int32)
+    outs = {}
+    for on in (False, True):
+        fn = search.make_recurrent_fn(RULES, NETS, GAMMA, threat_values=on)
+        with unittest.mock.patch.object(search, "FOURS_READ", A):
+            outs[on] = jax.jit(fn)(variables, jax.random.PRNGKey(0), actions, states)[0]
+    plain, read = outs[False], outs[True]
+    np.testing.assert_array_equal(plain.prior_logits, read.prior_logits)
+    np.testing.assert_array_equal(plain.reward, read.reward)
+    replaced = 0
+    for i, w in enumerate(want):
+        expected = float(plain.value[i]) if w is None else w
+        assert float(read.value[i]) == pytest.approx(expected, abs=1e-6), i
+        replaced += w is not None
+    assert replaced >= 8 and replaced < len(want), (replaced, len(want))
+
+
+def test_threat_values_must_be_a_bool():
+    with pytest.raises(ValueError, match="search.threat_values"):
+        SearchConfig(threat_values=1)
 
 
 @pytest.fixture(scope="module")

@@ -153,6 +153,12 @@ class SearchConfig:
     the mover's fours and the moves that leave it none
     (``search.four_three_answers``). Every other move loses in six plies
     unless the forced block of the four makes the mover a four."""
+    threat_values: bool = False
+    """Value a searched position by the win its stones force, when they force
+    one (``search.threat_value``): the mover's five, open four or double four,
+    four-three, or a four whose block leaves it one of those; else by the net.
+    A move that leaves the opponent such a win is then seen to lose as soon as
+    it is expanded, not only when the search has read the win to its end."""
 
     def __post_init__(self):
         _check(self.algorithm in ALGORITHMS, "search.algorithm", f"must be one of {ALGORITHMS}",
@@ -180,6 +186,8 @@ class SearchConfig:
         _check(self.answer_threats or not self.answer_four_threes, "search.answer_four_threes",
                "needs search.answer_threats (it is the fifth kind after it)",
                self.answer_four_threes)
+        _check(isinstance(self.threat_values, bool), "search.threat_values",
+               "must be true or false", self.threat_values)
 
 
 @dataclass(frozen=True)

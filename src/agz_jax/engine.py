@@ -221,7 +221,8 @@ class Engine:
             recurrent_fn = search.make_recurrent_fn(_EitherRule(size, exact=exact), nets,
                                                     self.gamma, cfg.forced_moves,
                                                     cfg.answer_threats,
-                                                    cfg.answer_four_threes)
+                                                    cfg.answer_four_threes,
+                                                    threat_values=cfg.threat_values)
             return search.continue_tree(
                 variables, key, tree, recurrent_fn=recurrent_fn,
                 root_action_selection_fn=functools.partial(select, depth=0),

@@ -218,6 +218,64 @@ def four_three_answers(rules: Rules, board: jax.Array, me: jax.Array, mine: jax.
                             lambda lines: four_three_lines(rules, lines, -me))
 
 
+FOURS_READ = 8
+"""Fours of the side to move read for a four, its block, then a four-three
+(``threat_value``); any further ones are not read."""
+
+
+def threat_value(rules: Rules, board: jax.Array, me: jax.Array, gamma: float
+                 ) -> tuple[jax.Array, jax.Array]:
+    """(bool[], float32[]): whether the side to move, ``me``, has a forced win
+    read from the stones alone, and its value (Winning Value Decay's, for
+    ``me``: ``gamma ** (plies to the five - 1)``).
+
+    In order, the first that holds:
+
+    1. ``me`` has a five point: ``1`` (a win now);
+    2. the opponent has a five point: nothing read (``me`` must block it);
+    3. ``me`` has an open-four or double-four point: ``gamma ** 2``;
+    4. ``me`` has a four-three point (``four_three_points``): ``gamma ** 4``
+       (the four-three, the forced block, the open four, any move, the five);
+    5. ``me`` has a four (one of the first ``FOURS_READ`` points where a
+       stone makes exactly one five point) whose forced block gives the
+       opponent no five point and leaves ``me`` an open-four, double-four or
+       four-three point: ``gamma ** 6``.
+
+    The opponent, who has no five point, cannot answer a four but by its
+    block, so kinds 1, 3 and 5 up to the block are forced; they are exact but
+    for one case: a forced block that makes the opponent a four of its own
+    after the four of a four-three (kinds 4 and 5), which is not read.
+    """
+    mine = rules.new_five_points(board, me)
+    wins = jnp.any(rules.five_points(board, me))
+    blocks = jnp.any(rules.five_points(board, -me))
+    doubles = jnp.any(mine >= 2)
+    four_threes = jnp.any(four_three_points(rules, board, me, mine))
+
+    n = min(FOURS_READ, board.shape[0])
+    _, f = jax.lax.top_k((mine == 1).astype(jnp.int32), n)
+    rows = jnp.arange(n)
+    after_four = jnp.broadcast_to(board, (n, *board.shape)).at[rows, f].set(
+        me.astype(board.dtype))
+    block = jnp.argmax(jax.vmap(rules.five_points, (0, None))(after_four, me), axis=-1)
+    # What the block makes the opponent: its stone's five points on its lines.
+    window = jnp.asarray(line_window_table(rules.size))[block]  # [n, 4, 11]
+    padded = jax.vmap(with_off_board)(after_four)
+    lines = jnp.take_along_axis(padded, window.reshape(n, -1), axis=-1).reshape(window.shape)
+    counters = rules.window_five_count(lines, -me) >= 1
+    after_block = after_four.at[rows, block].set(-me.astype(board.dtype))
+    mine_after = jax.vmap(rules.new_five_points, (0, None))(after_block, me)
+    wins_after = jnp.any(mine_after >= 2, axis=-1) | jnp.any(
+        jax.vmap(lambda b, m: four_three_points(rules, b, me, m))(after_block, mine_after),
+        axis=-1)
+    four_wins = jnp.any((mine[f] == 1) & ~counters & wins_after)
+
+    kinds = [wins, blocks, doubles, four_threes, four_wins]
+    values = [1.0, jnp.nan, gamma ** 2, gamma ** 4, gamma ** 6]
+    value = jnp.select(kinds, [jnp.float32(v) for v in values], jnp.float32(jnp.nan))
+    return ~jnp.isnan(value), jnp.nan_to_num(value)
+
+
 def search_moves(rules: Rules, states: State, forced: bool = False,
                  answer_threats: bool = False, answer_four_threes: bool = False
                  ) -> jax.Array:
@@ -293,12 +351,22 @@ def make_root_fn(rules: Rules, nets: Networks, forced: bool = False,
 
 
 def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float, forced: bool = False,
-                      answer_threats: bool = False, answer_four_threes: bool = False):
+                      answer_threats: bool = False, answer_four_threes: bool = False,
+                      threat_values: bool = False):
+    """mctx's ``recurrent_fn``: play ``action``, evaluate the child with the
+    nets, restrict its moves (``search_moves``). With ``threat_values``
+    (``SearchConfig.threat_values``) a child whose side to move has a win read
+    from the stones (``threat_value``) takes that win's value instead of the
+    net's."""
     def recurrent_fn(variables, key, action, states: State):
         del key
         children = jax.vmap(rules.step)(states, action)
         obs = nets.observe(rules, children)
         logits, value = nets.evaluate(variables, obs, children.to_play)
+        if threat_values:
+            known, read = jax.vmap(lambda b, p: threat_value(rules, b, stone(p), gamma))(
+                children.board, children.to_play)
+            value = jnp.where(known & ~children.done, read, value)
         legal = search_moves(rules, children, forced, answer_threats, answer_four_threes)
         backup = winning_value_decay(states, children, value, gamma)
         out = mctx.RecurrentFnOutput(
@@ -570,7 +638,8 @@ def run_search(
     forced = (cfg.forced_moves, cfg.answer_threats, cfg.answer_four_threes)
     legal = search_moves(rules, states, *forced)
     root = make_root_fn(rules, nets, *forced)(variables, states, legal)
-    recurrent_fn = make_recurrent_fn(rules, nets, gamma, *forced)
+    recurrent_fn = make_recurrent_fn(rules, nets, gamma, *forced,
+                                     threat_values=cfg.threat_values)
     # Finished roots search anyway (their result is ignored) with every action
     # "valid" so that nothing divides by zero.
     invalid = ~legal & jnp.any(legal, axis=-1, keepdims=True)
