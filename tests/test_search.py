@@ -999,8 +999,6 @@ def test_threat_values_replace_the_nets_value_of_the_children():
         a = int(whites[-1])
         parent = board.copy()
         parent[a] = 0
-        if has_five(board, -1):
-            continue
         parents.append(state_of_board(parent))
         actions.append(a)
         want.append(threat_value_reference(board, 1, GAMMA))
