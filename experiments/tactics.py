@@ -13,7 +13,10 @@ open three is the mentor's rule, not a law: a counter-attack with fours can
 be as good; the other tiers are forced or winning.) It also counts the moves
 after which the opponent's most urgent tactic is to make a double four or a
 four-three: the player left it a winning threat (a move that made five ended
-the game and left nothing).
+the game and left nothing). And the moves after which the opponent has no
+urgent tactic but a *double three* to make (a point that makes two open
+threes on different lines): a threat that wins unless the player can answer
+with fours, so not always a mistake, but the common way to lose slowly.
 
 The player is named by the ``black:``/``white:`` lines that
 ``python -m experiments.arena --out`` writes after the moves; by default the
@@ -57,6 +60,7 @@ class TacticsError(ValueError):
 
 def count(directory: Path, player: str | None, skip: int) -> dict:
     import jax
+    import jax.numpy as jnp
     import numpy as np
 
     from agz_jax import mentor, records
@@ -106,7 +110,13 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
     rules = Rules(size)
     urgent = jax.jit(jax.vmap(lambda b, c: mentor.urgent_moves(rules, b, c)))
     is_win = jax.jit(jax.vmap(rules.is_win))
-    tiers, hits, replies, wins = [], [], [], []
+
+    def double_three(board, colour):
+        cls, _ = mentor.classes(rules, board, jnp.where(colour == 0, 1, -1))
+        return jnp.any((board == 0) & (jnp.sum(cls == 3, axis=-1) >= 2))
+
+    doubles = jax.jit(jax.vmap(double_three))
+    tiers, hits, replies, wins, threes = [], [], [], [], []
     for i in range(0, len(boards), 512):
         b = np.stack(boards[i:i + 512])
         colour = np.asarray(to_play[i:i + 512], np.int32)
@@ -117,11 +127,13 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
         after = b.copy()
         after[np.arange(len(b)), played] = np.where(colour == 0, 1, -1)
         replies.append(jax.device_get(urgent(after, 1 - colour))[0])
+        threes.append(jax.device_get(doubles(after, 1 - colour)))
         wins.append(jax.device_get(is_win(after, played.astype(np.int32))))
     tier = np.concatenate(tiers) if tiers else np.zeros(0, int)
     hit = np.concatenate(hits) if hits else np.zeros(0, bool)
     reply = np.concatenate(replies) if replies else np.zeros(0, int)
     won = np.concatenate(wins) if wins else np.zeros(0, bool)
+    three = np.concatenate(threes) if threes else np.zeros(0, bool)
     rows = {name: {"seen": int((tier == t).sum()), "missed": int(((tier == t) & ~hit).sum())}
             for t, name in sorted(mentor.TIER_NAMES.items(), reverse=True)}
     # The opponent's most urgent tactic right after the move: a double four or
@@ -129,6 +141,9 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
     # the move made five and the game is over.
     left = (reply == 2) & ~won
     left_in = sorted(set(np.asarray(game_of, int)[left].tolist()))
+    # Nothing more urgent for the opponent, but a double three to make.
+    left3 = (reply == 0) & three & ~won
+    left3_in = sorted(set(np.asarray(game_of, int)[left3].tolist()))
     # A game is lost when its last move, the opponent's, made five.
     made_five = jax.device_get(is_win(np.stack(finals), np.asarray(last_moves, np.int32)))
     lost = np.asarray(opponent_last) & made_five
@@ -138,7 +153,9 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
             "skip": skip, "tactics": rows, "lost": int(lost.sum()),
             "left_four_three": {"moves": int(left.sum()), "games": len(left_in),
                                 "lost_games": int(lost[left_in].sum()),
-                                "when_the_tactic_was": answering}}
+                                "when_the_tactic_was": answering},
+            "left_double_three": {"moves": int(left3.sum()), "games": len(left3_in),
+                                  "lost_games": int(lost[left3_in].sum())}}
 
 
 def text(report: dict) -> str:
@@ -153,6 +170,10 @@ def text(report: dict) -> str:
                  f"lost; {report['lost']} games lost in all)")
     lines.append("    when the mentor's tactic before the move was: " + ", ".join(
         f"{name} {n}" for name, n in left["when_the_tactic_was"].items() if n))
+    three = report["left_double_three"]
+    lines.append(f"  moves after which the opponent had nothing urgent but a double three "
+                 f"to make: {three['moves']} (in {three['games']} games, "
+                 f"{three['lost_games']} of them lost)")
     return "\n".join(lines)
 
 

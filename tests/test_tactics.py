@@ -103,3 +103,29 @@ def test_a_winning_move_leaves_the_opponent_nothing(tmp_path):
     assert report["lost"] == 0
     # Black's count: its (4, 2) let white's five be completed, not a four-three.
     assert tactics.count(tmp_path / "games", "mentor:0", skip=0)["lost"] == 1
+
+
+def test_counts_a_double_three_left_to_the_opponent(tmp_path):
+    """Black's (4, 2), (4, 3) and (2, 4), (3, 4) meet at (4, 4), which would make
+    two open threes. White's last move leaves that point, or takes it."""
+    black = [at(4, 2), at(2, 4), at(4, 3), at(3, 4)]
+
+    def game(last):
+        white = [at(8, 0), at(0, 8), at(8, 6), last]
+        return [m for pair in zip(black, white, strict=True) for m in pair]
+
+    write_games(tmp_path / "games", [(game(at(8, 8)), "mentor:0", "student"),
+                                     (game(at(4, 4)), "mentor:0", "student")])
+    report = tactics.count(tmp_path / "games", "student", skip=0)
+    three = report["left_double_three"]
+    assert (three["moves"], three["games"], three["lost_games"]) == (1, 1, 0)
+    assert report["left_four_three"]["moves"] == 0
+    assert "nothing urgent but a double three to make: 1 (in 1 games, 0 of them lost)" in \
+        tactics.text(report)
+    # Black plays it; white stops the row; black makes the open four on the
+    # column, white blocks one end, black completes five at the other.
+    lost = game(at(8, 8)) + [at(4, 4), at(4, 5), at(5, 4), at(1, 4), at(6, 4)]
+    write_games(tmp_path / "lost", [(lost, "mentor:0", "student")])
+    report = tactics.count(tmp_path / "lost", "student", skip=0)
+    assert report["lost"] == 1 and report["left_double_three"]["lost_games"] == 1
+    assert report["left_double_three"]["moves"] == 1
