@@ -64,7 +64,7 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
     import numpy as np
 
     from agz_jax import mentor, records
-    from agz_jax.gomoku import Rules
+    from agz_jax.gomoku import Rules, stone
 
     files = sorted(directory.glob("*.psq"))
     if not files:
@@ -112,7 +112,7 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
     is_win = jax.jit(jax.vmap(rules.is_win))
 
     def double_three(board, colour):
-        cls, _ = mentor.classes(rules, board, jnp.where(colour == 0, 1, -1))
+        cls, _ = mentor.classes(rules, board, stone(colour))
         return jnp.any((board == 0) & (jnp.sum(cls == 3, axis=-1) >= 2))
 
     doubles = jax.jit(jax.vmap(double_three))
