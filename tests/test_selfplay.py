@@ -8,8 +8,9 @@ import pytest
 from agz_jax import replay, symmetry
 from agz_jax.config import Config, GameConfig, NetConfig, SearchConfig, SelfPlayConfig
 from agz_jax.gomoku import Rules
+from agz_jax.replay import Examples
 from agz_jax.run import make_networks
-from agz_jax.selfplay import Examples, decayed_z, make_selfplay, to_examples
+from agz_jax.selfplay import decayed_z, make_selfplay, to_examples
 
 SIZE = 5
 

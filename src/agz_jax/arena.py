@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agz_jax import features
+from agz_jax import openings as opening_sets
 from agz_jax.config import SearchConfig, SelfPlayConfig
 from agz_jax.gomoku import Rules, State
 from agz_jax.networks import Networks
@@ -88,12 +89,13 @@ def policy_player(rules: Rules, nets: Networks, variables, rank=None) -> Player:
     return act
 
 
-def _ply(rules: Rules, act_a: Player, act_b: Player, opening_plies: int):
+def _ply(rules: Rules, act_a: Player, act_b: Player, opening_plies: int, start_ply: int = 0):
     """``body(states [G], (t, key)) -> (states, played int32[G])``: one ply of a
     match whose first half has A as black and second half A as white.
 
-    At ply ``t`` black is to move in every unfinished game, so exactly one half
-    has A to move; each player acts once, on its half.
+    The games started with ``start_ply`` stones on the board (an opening set's
+    length), so at ply ``t`` the same colour is to move in every unfinished
+    game and exactly one half has A to move; each player acts once, on its half.
     """
     centre = rules.size // 2
     rows, cols = np.divmod(np.arange(rules.num_actions), rules.size)
@@ -104,7 +106,7 @@ def _ply(rules: Rules, act_a: Player, act_b: Player, opening_plies: int):
         k_a, k_b, k_open = jax.random.split(key, 3)
         first, second = jax.tree.map(lambda x: x[:half], states), jax.tree.map(
             lambda x: x[half:], states)
-        a_first = (t % 2) == 0  # black to move: A moves in the first half
+        a_first = ((t + start_ply) % 2) == 0  # black to move: A moves in the first half
         pick = lambda x, y: jax.tree.map(lambda u, v: jnp.where(a_first, u, v), x, y)
         a_states, b_states = pick(first, second), pick(second, first)
         a_act, b_act = act_a(k_a, a_states), act_b(k_b, b_states)
@@ -131,21 +133,31 @@ def _ply(rules: Rules, act_a: Player, act_b: Player, opening_plies: int):
 
 
 def play_match(rules: Rules, act_a: Player, act_b: Player, key: jax.Array, num_games: int,
-               opening_plies: int = 0) -> MatchResult:
+               opening_plies: int = 0, openings: np.ndarray | None = None) -> MatchResult:
     """Play ``num_games`` games of A against B, colours alternated by halves.
 
-    ``opening_plies`` first moves are uniform random in the central 5x5 box
-    (so that deterministic players still play distinct games). One ``lax.scan``
-    over the board's points (jittable): every ply costs a full batch until the
+    ``openings`` (an opening set int32[K, M], ``agz_jax.openings``): every game
+    starts from one of them, each opening drawn for a game of the first half is
+    also played in the second, so with the colours swapped. ``opening_plies``
+    further first moves are uniform random in the central 5x5 box (so that
+    deterministic players still play distinct games). One ``lax.scan`` over the
+    board's empty points (jittable): every ply costs a full batch until the
     last game ends; ``play_match_compact`` drops finished games instead.
+    ``length`` counts the opening's stones too; ``moves`` only the players'.
     """
     if num_games % 2:
         raise ValueError(f"num_games must be even, got {num_games}")
     half = num_games // 2
-    states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
-    body = _ply(rules, act_a, act_b, opening_plies)
-    steps = jnp.arange(rules.num_actions)
-    final, moves = jax.lax.scan(body, states, (steps, jax.random.split(key, rules.num_actions)))
+    start_ply = 0
+    if openings is None:
+        states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
+    else:
+        key, k_open = jax.random.split(key)
+        states = opening_sets.paired_states(rules, openings, k_open, num_games)
+        start_ply = int(openings.shape[1])
+    body = _ply(rules, act_a, act_b, opening_plies, start_ply)
+    plies = rules.num_actions - start_ply
+    final, moves = jax.lax.scan(body, states, (jnp.arange(plies), jax.random.split(key, plies)))
     a_black = jnp.arange(num_games) < half
     return MatchResult(final.winner, a_black, final.num_moves, moves)
 

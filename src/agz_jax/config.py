@@ -214,10 +214,23 @@ class SelfPlayConfig:
     (tau = tau_base ** (move // 2) until tau < tau_min, then argmax; the paper's)."""
     tau_base: float = 0.8
     tau_min: float = 0.04
+    continuous: bool = False
+    """False (lockstep): every iteration plays ``num_games`` games from their first
+    move in one scan, which searches on until the longest game ends. True: the
+    ``num_games`` slots play on across iterations, a slot whose game ends starts
+    a new one inside the jitted loop, and each finished game goes to the replay
+    at once (``selfplay.make_continuous``): no search is spent on finished games."""
+    steps: int = 64
+    """Continuous only: search steps per iteration (each slot plays one move per
+    step, so an iteration searches ``num_games * steps`` positions)."""
 
     def __post_init__(self):
         _check(_is_int(self.num_games) and self.num_games >= 1, "selfplay.num_games",
                "must be a positive integer", self.num_games)
+        _check(isinstance(self.continuous, bool), "selfplay.continuous",
+               "must be true or false", self.continuous)
+        _check(_is_int(self.steps) and self.steps >= 1, "selfplay.steps",
+               "must be a positive integer", self.steps)
         _check(self.move_policy in MOVE_POLICIES, "selfplay.move_policy",
                f"must be one of {MOVE_POLICIES}", self.move_policy)
         _check(_is_num(self.tau_base) and 0 < self.tau_base <= 1, "selfplay.tau_base",
@@ -317,6 +330,20 @@ class ParallelConfig:
     def __post_init__(self):
         _check(_is_int(self.devices) and self.devices >= 0, "parallel.devices",
                "must be 0 (every device) or a positive integer", self.devices)
+
+
+@dataclass(frozen=True)
+class OpeningsConfig:
+    """Balanced opening positions (``agz_jax.openings``) for self-play, gating and
+    evaluation, so that black's first-move advantage does not swamp what is learned
+    and measured. Matches play each opening with both colours."""
+
+    path: str = ""
+    """'' starts every game on the empty board; else a shipped set's name
+    (``agz_jax/data/*.txt``, e.g. 'balanced15') or an opening file's path."""
+
+    def __post_init__(self):
+        _check(isinstance(self.path, str), "openings.path", "must be a string", self.path)
 
 
 STAGES = ("basic", "imitate", "selfplay")
@@ -437,6 +464,7 @@ class Config:
     gating: GatingConfig = field(default_factory=GatingConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    openings: OpeningsConfig = field(default_factory=OpeningsConfig)
     basic: BasicConfig = field(default_factory=BasicConfig)
     imitate: ImitateConfig = field(default_factory=ImitateConfig)
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
@@ -448,6 +476,19 @@ class Config:
                "must be a positive integer", self.iterations)
         if self.parallel.devices:
             self.check_devices(self.parallel.devices)
+        self.opening_set()  # a missing or unfitting file fails here, before compiling
+
+    def opening_set(self):
+        """The opening set int32[K, M] of ``openings.path`` for this board, or None
+        (ConfigError naming ``openings.path`` if it cannot be read or does not fit)."""
+        if not self.openings.path:
+            return None
+        from agz_jax import openings
+
+        try:
+            return openings.load(self.openings.path, self.game.size)
+        except (openings.OpeningsError, OSError) as e:
+            raise ConfigError(f"openings.path: {e}") from None
 
     def check_devices(self, devices: int) -> None:
         """The global batches must split evenly over ``devices`` (ConfigError if not)."""
@@ -536,6 +577,7 @@ _SECTIONS = {
     "gating": GatingConfig,
     "eval": EvalConfig,
     "parallel": ParallelConfig,
+    "openings": OpeningsConfig,
     "basic": BasicConfig,
     "imitate": ImitateConfig,
     "curriculum": CurriculumConfig,

@@ -50,7 +50,7 @@ from agz_jax.config import Config, ConfigError, _check, _is_int, _is_num
 from agz_jax.curriculum import imitation, stages
 from agz_jax.gomoku import Rules
 from agz_jax.mentor import MAX_LEVEL, Mentor
-from agz_jax.selfplay import Examples
+from agz_jax.replay import Examples
 
 TOP_N = 10  # the accuracy curve's n = 1..TOP_N (Maddison et al., Fig. 1)
 

@@ -16,7 +16,16 @@ import jax.numpy as jnp
 from agz_jax import symmetry
 from agz_jax.gomoku import Rules
 from agz_jax.networks import Networks
-from agz_jax.selfplay import Examples
+
+
+class Examples(NamedTuple):
+    """Flat training examples [N]: observation, pi, z, colour to move, valid."""
+
+    obs: jax.Array
+    policy: jax.Array
+    z: jax.Array
+    to_play: jax.Array
+    valid: jax.Array
 
 
 class Buffer(NamedTuple):

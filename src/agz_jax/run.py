@@ -35,7 +35,7 @@ from agz_jax import arena, parallel, replay
 from agz_jax.config import Config
 from agz_jax.gomoku import Rules
 from agz_jax.networks import Networks, PolicyValueNet
-from agz_jax.selfplay import make_selfplay, to_examples
+from agz_jax.selfplay import make_continuous, make_selfplay, to_examples
 from agz_jax.train import TrainState, init_train_state, make_train_step
 
 TIMING_KEYS = ("time/", "speed/")
@@ -47,6 +47,7 @@ class RunState(NamedTuple):
     train: TrainState  # the candidate being trained
     best: Any  # variables of the best net so far (plays self-play)
     replay: replay.Buffer
+    slots: Any = ()  # continuous self-play's games in progress (selfplay.Slots); () lockstep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Components:
     gate: Callable
     evaluate: Callable
     sharder: parallel.Sharder | None = None
+    start_slots: Callable | None = None  # continuous self-play: key -> Slots
 
 
 def make_networks(config: Config) -> Networks:
@@ -83,7 +85,11 @@ def build(config: Config) -> Components:
     nets = make_networks(config)
     gamma = config.decay.gamma
     sharder = parallel.Sharder(parallel.make_mesh(config))
-    play = make_selfplay(config, rules, nets, shard=sharder.constrain)
+    openings = config.opening_set()
+    if config.selfplay.continuous:
+        start_slots, play = make_continuous(config, rules, nets, shard=sharder.constrain)
+    else:
+        start_slots, play = None, make_selfplay(config, rules, nets, shard=sharder.constrain)
     step = make_train_step(nets, config.train)
     tcfg = config.train
 
@@ -102,7 +108,7 @@ def build(config: Config) -> Components:
                               config.selfplay)
         b = arena.mcts_player(rules, nets, config.search, gamma, best, g.num_simulations,
                               config.selfplay)
-        return arena.play_match(rules, a, b, key, g.num_games)
+        return arena.play_match(rules, a, b, key, g.num_games, openings=openings)
 
     def evaluate(best, key):
         """The best net against a uniformly random player: with search, and raw
@@ -112,15 +118,23 @@ def build(config: Config) -> Components:
         rnd = arena.random_player(rules)
         a = arena.mcts_player(rules, nets, config.search, gamma, best, e.num_simulations)
         raw = arena.policy_player(rules, nets, best)
-        return (arena.play_match(rules, a, rnd, k_search, e.num_games),
-                arena.play_match(rules, raw, rnd, k_raw, e.num_games))
+        return (arena.play_match(rules, a, rnd, k_search, e.num_games, openings=openings),
+                arena.play_match(rules, raw, rnd, k_raw, e.num_games, openings=openings))
 
     rep = sharder.replicated
-    play_out = (sharder.batch(1), sharder.batch(0), rep)  # Trajectory [T, B], State [B], stats
-    return Components(config, rules, nets, jax.jit(play, out_shardings=play_out),
+    if config.selfplay.continuous:
+        # Slots [B, ...] split over devices; the replay (updated in the scan) replicated.
+        # The slots and the replay are donated: the scan updates them in place.
+        play_fn = jax.jit(play, out_shardings=(sharder.batch(0), rep, rep, sharder.batch(1)),
+                          donate_argnums=(1, 2))
+        start_fn = jax.jit(start_slots, out_shardings=sharder.batch(0))
+    else:
+        play_out = (sharder.batch(1), sharder.batch(0), rep)  # Trajectory [T, B], State, stats
+        play_fn, start_fn = jax.jit(play, out_shardings=play_out), None
+    return Components(config, rules, nets, play_fn,
                       jax.jit(ingest, out_shardings=rep), jax.jit(train_step, out_shardings=rep),
                       jax.jit(gate, out_shardings=rep), jax.jit(evaluate, out_shardings=rep),
-                      sharder)
+                      sharder, start_fn)
 
 
 def init_state(comps: Components) -> RunState:
@@ -129,7 +143,11 @@ def init_state(comps: Components) -> RunState:
     key, init_key = jax.random.split(key)
     train_state = jax.jit(lambda k: init_train_state(comps.nets, config.train, k))(init_key)
     buffer = replay.init_for(comps.nets, comps.rules, config.replay.capacity)
-    state = RunState(jnp.int32(0), key, train_state, train_state.variables, buffer)
+    slots = ()
+    if comps.start_slots is not None:
+        # A key of its own, so that the lockstep runs' keys stay what they were.
+        slots = comps.start_slots(jax.random.fold_in(init_key, 1))
+    state = RunState(jnp.int32(0), key, train_state, train_state.variables, buffer, slots)
     return comps.sharder.replicate(state) if comps.sharder else state
 
 
@@ -141,12 +159,17 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
     it = int(state.iteration) + 1
 
     t0 = time.perf_counter()
-    traj, final, stats = comps.selfplay(state.best, k_play)
-    stats = jax.device_get(stats)
+    slots = state.slots
+    if config.selfplay.continuous:
+        slots, buffer, stats, _ = comps.selfplay(state.best, slots, state.replay, k_play)
+        stats = jax.device_get(stats)
+    else:
+        traj, final, stats = comps.selfplay(state.best, k_play)
+        stats = jax.device_get(stats)
     t_play = time.perf_counter() - t0
     metrics.update(selfplay_metrics(config, stats, t_play))
-
-    buffer = comps.ingest(state.replay, traj, final)
+    if not config.selfplay.continuous:
+        buffer = comps.ingest(state.replay, traj, final)
     t0 = time.perf_counter()
     trained = bool(np.all(np.asarray(buffer.size) >= config.train.min_replay))
     train_state = state.train
@@ -185,17 +208,18 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
     iteration = jnp.int32(it)
     if comps.sharder is not None:  # a global array, as every other input of a phase
         iteration = comps.sharder.replicate(iteration)
-    new_state = RunState(iteration, key, train_state, best, buffer)
+    new_state = RunState(iteration, key, train_state, best, buffer, slots)
     return new_state, metrics
 
 
 def selfplay_metrics(config: Config, stats: dict, seconds: float) -> dict:
     """``selfplay/*``, ``speed/*`` and ``time/selfplay_s`` of one run's self-play
     phase (``stats``: its scalars on the host; ``seconds``: the phase's wall time)."""
-    moves = int(stats["moves"])
+    moves, searched = int(stats["moves"]), int(stats["searched"])
     return {**{f"selfplay/{k}": float(v) for k, v in stats.items()},
+            "selfplay/wasted": 1.0 - moves / max(searched, 1),
             "time/selfplay_s": seconds,
-            "speed/games_per_s": config.selfplay.num_games / seconds,
+            "speed/games_per_s": float(stats["games"]) / seconds,
             "speed/moves_per_s": moves / seconds,
             "speed/sims_per_s": moves * config.search.num_simulations / seconds}
 

@@ -96,6 +96,10 @@ def check(comps: run.Components, seeds: Sequence[int], max_bytes: int = MAX_BYTE
         raise ConfigError("seeds: a group needs at least one seed")
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"seeds must be distinct, got {list(seeds)}")
+    if comps.config.selfplay.continuous:
+        raise ConfigError("selfplay.continuous is not vmapped over seeds yet: set "
+                          "selfplay.continuous=false for a vmapped group, or run the seeds "
+                          "one after another")
     if jax.process_count() > 1:
         raise ConfigError(f"vmapped seeds run in one process, not {jax.process_count()}: "
                           "run the seeds one after another")

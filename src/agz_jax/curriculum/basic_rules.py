@@ -88,7 +88,7 @@ from agz_jax import symmetry
 from agz_jax.config import FeaturesConfig, _is_int, _is_num
 from agz_jax.config import _check as config_check
 from agz_jax.gomoku import Rules, State, played_at_from_last, stone
-from agz_jax.selfplay import Examples
+from agz_jax.replay import Examples
 
 KINDS = ("four_attack", "four_defence", "three_attack", "three_defence")
 FOUR_ATTACK, FOUR_DEFENCE, THREE_ATTACK, THREE_DEFENCE = range(4)

@@ -20,7 +20,8 @@ from agz_jax import features as features_lib
 from agz_jax.config import FeaturesConfig
 from agz_jax.gomoku import Rules
 from agz_jax.mentor import Mentor
-from agz_jax.selfplay import Examples, decayed_z
+from agz_jax.replay import Examples
+from agz_jax.selfplay import decayed_z
 
 
 class MentorGames(NamedTuple):

@@ -1,0 +1,131 @@
+"""Opening positions: games that start from a few stones already on the board.
+
+Freestyle gomoku on 15x15 is a first-player win, and a net that plays itself
+from the empty board soon learns mostly that black wins. Tournaments (Gomocup's
+freestyle rule among them) therefore start every game from a position of a few
+stones chosen to be roughly balanced, and play each opening twice with the
+colours swapped. Self-play, gating and evaluation do the same here when
+``openings.path`` names a set.
+
+A set is a text file, one opening per line: the moves in order, black first,
+as ``row,col`` pairs (0-based) separated by spaces; ``#`` starts a comment.
+Every opening of a set has the same number of stones, so that in a match all
+games have the same colour to move at every ply (``arena.play_match`` relies
+on it). A bare name (no ``/``, no ``.txt``) is one of the sets shipped in
+``agz_jax/data/`` (``available()``); their files say how they were made.
+
+In JAX an opening set is ``int32[K, M]``: K openings of M moves.
+``start_states`` sets up a batch of them inside a jitted function.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agz_jax.gomoku import Rules, State
+
+DATA = Path(__file__).parent / "data"
+
+
+class OpeningsError(ValueError):
+    """An opening set cannot be read or does not fit the board."""
+
+
+def available() -> list[str]:
+    """Names of the shipped opening sets."""
+    return sorted(p.stem for p in DATA.glob("*.txt"))
+
+
+def resolve(name_or_path: str) -> Path:
+    """The file of a shipped set's name, or the path itself."""
+    if "/" not in name_or_path and not name_or_path.endswith(".txt"):
+        path = DATA / f"{name_or_path}.txt"
+        if not path.exists():
+            raise OpeningsError(f"no shipped opening set {name_or_path!r}; the shipped sets "
+                                f"are {available()}, or give a file path")
+        return path
+    path = Path(name_or_path)
+    if not path.is_file():
+        raise OpeningsError(f"opening set {str(path)!r} is not a file")
+    return path
+
+
+def parse(text: str, size: int, source: str = "openings") -> np.ndarray:
+    """int32[K, M] from an opening file's text; raises OpeningsError naming the line."""
+    rows: list[list[int]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        moves = []
+        for field in line.split():
+            try:
+                r, c = (int(v) for v in field.split(","))
+            except ValueError:
+                raise OpeningsError(f"{source} line {number}: {field!r} is not row,col") from None
+            if not (0 <= r < size and 0 <= c < size):
+                raise OpeningsError(f"{source} line {number}: {r},{c} is off the "
+                                    f"{size}x{size} board")
+            moves.append(r * size + c)
+        if len(set(moves)) != len(moves):
+            raise OpeningsError(f"{source} line {number}: a point is played twice")
+        if rows and len(moves) != len(rows[0]):
+            raise OpeningsError(f"{source} line {number}: {len(moves)} stones, the set's first "
+                                f"opening has {len(rows[0])}; all openings of a set must have "
+                                "the same number of stones")
+        rows.append(moves)
+    if not rows:
+        raise OpeningsError(f"{source} holds no opening")
+    return np.asarray(rows, np.int32)
+
+
+def load(name_or_path: str, size: int) -> np.ndarray:
+    """The opening set ``name_or_path`` (``resolve``) for a ``size`` board."""
+    path = resolve(name_or_path)
+    return parse(path.read_text(), size, str(path))
+
+
+def format_set(moves: np.ndarray, size: int, header: str = "") -> str:
+    """The text of an opening file (``parse``'s inverse)."""
+    lines = [f"# {h}" if h else "#" for h in header.splitlines()]
+    for row in np.asarray(moves):
+        lines.append(" ".join(f"{a // size},{a % size}" for a in row))
+    return "\n".join(lines) + "\n"
+
+
+def start_states(rules: Rules, openings: np.ndarray | None, index: jax.Array) -> State:
+    """States [B] after the openings ``index`` int32[B] of the set ``openings``
+    int32[K, M] (the empty board when ``openings`` is None). Jittable."""
+    index = jnp.asarray(index)
+    if openings is None or openings.shape[1] == 0:
+        return jax.vmap(lambda _: rules.init())(index)
+    table = jnp.asarray(openings, jnp.int32)
+
+    def one(i):
+        return jax.lax.fori_loop(0, table.shape[1], lambda t, s: rules.step(s, table[i, t]),
+                                 rules.init())
+
+    return jax.vmap(one)(index)
+
+
+def sample_states(rules: Rules, openings: np.ndarray | None, key: jax.Array,
+                  num: int) -> State:
+    """``num`` states from openings drawn uniformly (with replacement) by ``key``."""
+    count = 1 if openings is None else openings.shape[0]
+    return start_states(rules, openings, jax.random.randint(key, (num,), 0, count))
+
+
+def paired_states(rules: Rules, openings: np.ndarray | None, key: jax.Array,
+                  num_games: int) -> State:
+    """States [num_games] for a match whose first half has A as black and second half
+    A as white (``arena.play_match``): both halves get the same openings, so every
+    opening is played once with each colour."""
+    half = num_games // 2
+    count = 1 if openings is None else openings.shape[0]
+    # Without replacement while the set lasts: distinct openings, each twice.
+    index = jax.random.permutation(key, count)[jnp.arange(half) % count]
+    return start_states(rules, openings, jnp.concatenate([index, index]))

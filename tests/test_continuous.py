@@ -1,0 +1,250 @@
+"""Continuous self-play: slots that start a new game when theirs ends, inside the scan.
+
+Checked against lockstep self-play (the same games when no slot refills),
+against the rules and the decayed-z formula written out in plain Python (every
+game a refilled slot played, as it reached the replay), and for exact resume
+through a checkpoint.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agz_jax import checkpoint, openings, replay, run
+from agz_jax.config import (
+    Config,
+    GameConfig,
+    NetConfig,
+    OpeningsConfig,
+    SearchConfig,
+    SelfPlayConfig,
+)
+from agz_jax.gomoku import Rules
+from agz_jax.selfplay import make_continuous, make_selfplay, to_examples
+
+SIZE = 5
+T = SIZE * SIZE
+
+
+def tiny(**selfplay) -> Config:
+    return Config(
+        game=GameConfig(size=SIZE),
+        net=NetConfig(filters=4, blocks=1, value_hidden=4, double=False),
+        search=SearchConfig(num_simulations=4),
+        selfplay=SelfPlayConfig(num_games=4, continuous=True, **selfplay),
+    )
+
+
+def sorted_rows(obs, policy, z):
+    """The examples as a sorted list of byte strings (an order-free comparison)."""
+    obs, policy, z = (np.asarray(x) for x in (obs, policy, z))
+    rows = [o.tobytes() + np.round(p, 5).tobytes() + np.float32(round(float(v), 5)).tobytes()
+            for o, p, v in zip(obs, policy, z, strict=True)]
+    return sorted(rows)
+
+
+def test_without_refill_it_plays_the_lockstep_games():
+    config = tiny(steps=T)
+    rules = Rules(SIZE)
+    nets = run.make_networks(config)
+    variables = nets.init(jax.random.PRNGKey(0))
+    key = jax.random.PRNGKey(3)
+
+    traj, final, _ = jax.jit(make_selfplay(config, rules, nets))(variables, key)
+    init, play = make_continuous(config, rules, nets, refill=False)
+    buffer = replay.init_for(nets, rules, 4 * T)
+    slots, buffer, stats, moves = jax.jit(play)(variables, init(key), buffer, key)
+
+    lock_moves = np.asarray(traj.action)
+    cont_moves = np.where(np.cumsum(np.asarray(moves.ended), 0) - np.asarray(moves.ended) > 0,
+                          -1, np.asarray(moves.action))
+    np.testing.assert_array_equal(cont_moves, lock_moves)
+    assert int(stats["games"]) == 4
+    np.testing.assert_array_equal(slots.states.board, final.board)
+
+    ex = to_examples(traj, final, config.decay.gamma)
+    valid = np.asarray(ex.valid)
+    n = int(buffer.size[0])
+    assert n == valid.sum()
+    assert sorted_rows(buffer.obs[0, :n], buffer.policy[0, :n], buffer.z[0, :n]) == sorted_rows(
+        np.asarray(ex.obs)[valid], np.asarray(ex.policy)[valid], np.asarray(ex.z)[valid])
+
+
+def reference_z(length: int, winner: int, to_play: list[int], gamma: float) -> list[float]:
+    """z_t = +-gamma^(L - t - 1) from the side to move's view, 0 for a draw."""
+    if winner < 0:
+        return [0.0] * length
+    return [(1.0 if to_play[t] == winner else -1.0) * gamma ** (length - t - 1)
+            for t in range(length)]
+
+
+@pytest.mark.parametrize("with_openings", [False, True])
+def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_openings):
+    gamma = 0.9
+    config = tiny(steps=3 * T)
+    if with_openings:
+        path = tmp_path / "open.txt"
+        path.write_text("# two-stone openings\n2,2 2,3\n1,1 3,3\n0,4 4,0\n")
+        config = config.replace(**{"openings.path": str(path)})
+        opening_moves = openings.load(str(path), SIZE).tolist()
+    config = config.replace(**{"decay.gamma": gamma})
+    rules = Rules(SIZE)
+    nets = run.make_networks(config)
+    variables = nets.init(jax.random.PRNGKey(1))
+    init, play = make_continuous(config, rules, nets)
+    slots0 = init(jax.random.PRNGKey(2))
+    buffer = replay.init_for(nets, rules, 10_000)
+    slots, buffer, stats, moves = jax.jit(play)(variables, slots0, buffer,
+                                                jax.random.PRNGKey(4))
+    action, ended = np.asarray(moves.action), np.asarray(moves.ended)
+    next_opening = np.asarray(moves.opening)
+    B = action.shape[1]
+
+    # Rebuild, in plain Python, the examples each finished game must have added:
+    # games end in step order, and within a step in slot order.
+    expected = []
+    current = np.asarray(slots0.opening).copy()  # each slot's game's opening
+    games = {b: [] for b in range(B)}  # the moves of each slot's current game
+    finished = 0
+    for step in range(action.shape[0]):
+        for b in range(B):
+            games[b].append(int(action[step, b]))
+            if not ended[step, b]:
+                assert next_opening[step, b] == -1
+                continue
+            finished += 1
+            state = rules.from_moves(opening_moves[current[b]] if with_openings else [])
+            to_play, obs = [], []
+            for i, a in enumerate(games[b]):
+                assert np.asarray(state.board)[a] == 0, "an illegal move"
+                obs.append(np.asarray(rules.observe(state)))
+                to_play.append(int(state.to_play))
+                state = rules.step(state, a)
+                # Only the last move of the game ends it.
+                assert bool(state.done) == (i == len(games[b]) - 1)
+            assert not bool(state.illegal)
+            expected += zip(obs, reference_z(len(obs), int(state.winner), to_play, gamma),
+                            strict=True)
+            games[b] = []
+            current[b] = next_opening[step, b]
+            assert 0 <= current[b] < (len(opening_moves) if with_openings else 1)
+    assert finished == int(stats["games"]) and finished > B
+    # The games in progress are the slots' states.
+    for b in range(B):
+        state = rules.from_moves((opening_moves[current[b]] if with_openings else [])
+                                 + games[b])
+        np.testing.assert_array_equal(state.board, slots.states.board[b])
+
+    n = int(buffer.size[0])
+    assert n == len(expected)
+    np.testing.assert_array_equal(np.asarray(buffer.obs[0, :n]),
+                                  np.stack([o for o, _ in expected]).astype(np.int8))
+    np.testing.assert_allclose(np.asarray(buffer.z[0, :n]), [z for _, z in expected],
+                               rtol=1e-6)
+    pi = np.asarray(buffer.policy[0, :n])
+    np.testing.assert_allclose(pi.sum(-1), 1.0, atol=1e-5)
+    occupied = (np.stack([o for o, _ in expected])[..., :2].sum(-1) > 0).reshape(n, -1)
+    assert np.all(pi[occupied] == 0)
+
+
+def test_killed_continuous_run_resumes_equal_to_unbroken(tmp_path):
+    config = tiny(steps=16).replace(**{
+        "iterations": 3, "selfplay.num_games": 4, "replay.capacity": 512,
+        "train.batch_size": 8, "train.min_replay": 8, "train.steps_per_iteration": 2,
+        "gating.num_games": 2, "gating.num_simulations": 2, "eval.every": 0})
+    comps = run.build(config)
+
+    state = run.init_state(comps)
+    unbroken = []
+    for _ in range(3):
+        state, m = run.run_iteration(comps, state)
+        unbroken.append(run.deterministic(m))
+    assert any(m["selfplay/games"] > 0 for m in unbroken)
+    assert unbroken[-1]["train/trained"] == 1.0
+    final_hash = run.params_hash(state)
+
+    state = run.init_state(comps)
+    state, m1 = run.run_iteration(comps, state)
+    checkpoint.save(tmp_path, 1, state, {"iteration": 1})
+    del state  # "killed": only the checkpoint is left
+    restored, _, step = checkpoint.restore(tmp_path, run.init_state(comps))
+    assert step == 1
+    resumed = [run.deterministic(m1)]
+    for _ in range(2):
+        restored, m = run.run_iteration(comps, restored)
+        resumed.append(run.deterministic(m))
+    assert resumed == unbroken
+    assert run.params_hash(restored) == final_hash
+
+
+def test_opening_config_errors_name_the_field(tmp_path):
+    from agz_jax.config import ConfigError
+
+    with pytest.raises(ConfigError, match="openings.path.*is not a file"):
+        Config(openings=OpeningsConfig(path=str(tmp_path / "missing.txt")))
+    bad = tmp_path / "bad.txt"
+    bad.write_text("7,7 7,8\n7,7 20,1\n")
+    with pytest.raises(ConfigError, match="line 2: 20,1 is off the 15x15 board"):
+        Config(openings=OpeningsConfig(path=str(bad)))
+    bad.write_text("7,7 7,8\n7,7 7,8 8,8\n")
+    with pytest.raises(ConfigError, match="line 2: 3 stones"):
+        Config(openings=OpeningsConfig(path=str(bad)))
+    with pytest.raises(ConfigError, match="no shipped opening set 'nope'"):
+        Config(openings=OpeningsConfig(path="nope"))
+
+
+def test_opening_sets_round_trip_and_set_up_states():
+    rules = Rules(7)
+    moves = openings.parse("# c\n3,3 3,4 4,4  # trailing comment\n\n0,0 6,6 1,1\n", 7)
+    np.testing.assert_array_equal(moves, [[24, 25, 32], [0, 48, 8]])
+    assert np.array_equal(openings.parse(openings.format_set(moves, 7, "made here"), 7), moves)
+    states = jax.jit(lambda i: openings.start_states(rules, moves, i))(jnp.array([1, 0, 1]))
+    for b, i in enumerate([1, 0, 1]):
+        ref = rules.from_moves(moves[i].tolist())
+        for field in ("board", "to_play", "last_action", "num_moves", "played_at"):
+            np.testing.assert_array_equal(getattr(states, field)[b], getattr(ref, field))
+    # A match plays each opening drawn once with each colour.
+    paired = openings.paired_states(rules, moves, jax.random.PRNGKey(0), 4)
+    np.testing.assert_array_equal(paired.board[:2], paired.board[2:])
+    assert len({tuple(np.asarray(b)) for b in paired.board[:2]}) == 2  # without replacement
+
+
+def test_matches_and_lockstep_selfplay_start_from_the_openings(tmp_path):
+    from agz_jax import arena
+
+    rules = Rules(SIZE)
+    moves = np.array([[12, 13], [0, 24], [6, 18]], np.int32)
+    result = jax.jit(lambda k: arena.play_match(
+        rules, arena.random_player(rules), arena.random_player(rules), k, 6,
+        openings=moves))(jax.random.PRNGKey(5))
+    played = np.asarray(result.moves)
+    assert played.shape == (T - 2, 6)
+    starts = set()
+    for g in range(6):
+        game = [int(a) for a in played[:, g] if a >= 0]
+        opening = [o for o in moves.tolist()
+                   if rules.from_moves(o + game).num_moves == len(o) + len(game)]
+        assert opening, "every game starts from an opening of the set"
+        state = rules.from_moves(opening[0] + game)
+        assert int(state.winner) == int(result.winner[g])
+        assert int(result.length[g]) == 2 + len(game)
+        starts.add((g % 3, tuple(opening[0])))
+    assert len(starts) == 3  # game g and game g + 3 share their opening, colours swapped
+
+    f = tmp_path / "o.txt"
+    f.write_text(openings.format_set(moves, SIZE))
+    config = tiny().replace(**{"selfplay.continuous": False, "openings.path": str(f)})
+    nets = run.make_networks(config)
+    variables = nets.init(jax.random.PRNGKey(0))
+    traj, final, stats = jax.jit(make_selfplay(config, rules, nets))(variables,
+                                                                     jax.random.PRNGKey(2))
+    assert traj.action.shape[0] == T - 2
+    for b in range(config.selfplay.num_games):
+        game = [int(a) for a in np.asarray(traj.action[:, b]) if a >= 0]
+        assert any(np.array_equal(rules.from_moves(o + game).board, final.board[b])
+                   for o in moves.tolist())
+    ex = to_examples(traj, final, 0.9)
+    assert int(np.asarray(ex.valid).sum()) == int(stats["moves"])
