@@ -25,8 +25,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from agz_jax.config import Config, ConfigError
 from agz_jax.engine import enable_compilation_cache
@@ -99,30 +100,29 @@ def load_spec(spec: Spec, flag: str) -> Spec:
     return spec._replace(run_dir=path, config=config)
 
 
-def parse(argv: list[str]) -> tuple[argparse.Namespace, Spec, Spec, int, str]:
-    """Parse and validate everything; (args, spec A, spec B, board size, rule)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.arena", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--a", required=True, metavar="SPEC", help="player A")
-    parser.add_argument("--b", required=True, metavar="SPEC", help="player B")
-    parser.add_argument("--games", required=True, type=int, help="number of games (even, >= 2)")
+def add_match_args(parser: argparse.ArgumentParser, games: int | None = None) -> None:
+    """The options of how a match is played, shared with the ladder
+    (``experiments.ladder``) so that both play matches the same way;
+    ``games``: the default of ``--games`` (None: required)."""
+    parser.add_argument("--games", required=games is None, type=int, default=games,
+                        help="games per match (even, >= 2)"
+                             + ("" if games is None else f"; default {games}"))
     parser.add_argument("--seed", type=int, default=0, help="match seed (default 0)")
     parser.add_argument("--opening-plies", type=int, default=2,
                         help="random central opening moves (default 2)")
     parser.add_argument("--size", type=int, default=None,
-                        help="board size when both players are random (default 15); "
+                        help="board size when no player has a checkpoint (default 15); "
                              "otherwise the checkpoint's")
     parser.add_argument("--rule", default=None, choices=RULES,
-                        help="rule when both players are random (default freestyle)")
-    parser.add_argument("--out", type=Path, default=None, help="save every game as .psq here")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+                        help="rule when no player has a checkpoint (default freestyle)")
     parser.add_argument("--chunk", type=int, default=8,
                         help="plies per jitted chunk; finished games leave the batch between "
                              "chunks (arena.play_match_compact). 0: the whole match in one "
                              "scan, every ply at full batch (arena.play_match). Default 8")
-    args = parser.parse_args(argv)
 
+
+def check_match_args(args: argparse.Namespace) -> None:
+    """Validate ``add_match_args``'s options that need no player (ConfigError)."""
     if args.games < 2 or args.games % 2:
         raise ConfigError(f"--games must be even and at least 2, got {args.games}")
     if args.chunk < 0:
@@ -131,20 +131,25 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Spec, Spec, int, str]:
         raise ConfigError(f"--opening-plies must be >= 0, got {args.opening_plies}")
     if args.size is not None and not MIN_SIZE <= args.size <= MAX_SIZE:
         raise ConfigError(f"--size must be in {MIN_SIZE}..{MAX_SIZE}, got {args.size}")
-    a = load_spec(parse_spec(args.a, "--a"), "--a")
-    b = load_spec(parse_spec(args.b, "--b"), "--b")
-    loaded = [(f, s) for f, s in (("--a", a), ("--b", b)) if s.config is not None]
-    if len(loaded) == 2:
-        ga, gb = a.config.game, b.config.game
-        if ga.size != gb.size:
-            raise ConfigError(f"board sizes differ: --a {a.text} plays {ga.size}x{ga.size}, "
-                              f"--b {b.text} plays {gb.size}x{gb.size}")
-        if ga.rule != gb.rule:
-            raise ConfigError(f"rules differ: --a {a.text} plays {ga.rule}, "
-                              f"--b {b.text} plays {gb.rule}")
+
+
+def board_of(players: list[tuple[str, Spec]], args: argparse.Namespace) -> tuple[int, str]:
+    """The board size and rule that all ``(flag, loaded spec)`` players play: the
+    checkpoints' (which must agree with each other and with ``--size`` /
+    ``--rule``), else ``--size`` / ``--rule``; ConfigError naming the players
+    that disagree."""
+    loaded = [(f, s) for f, s in players if s.config is not None]
     if loaded:
         flag, s = loaded[0]
         size, rule = s.config.game.size, s.config.game.rule
+        for other_flag, o in loaded[1:]:
+            g = o.config.game
+            if g.size != size:
+                raise ConfigError(f"board sizes differ: {flag} {s.text} plays {size}x{size}, "
+                                  f"{other_flag} {o.text} plays {g.size}x{g.size}")
+            if g.rule != rule:
+                raise ConfigError(f"rules differ: {flag} {s.text} plays {rule}, "
+                                  f"{other_flag} {o.text} plays {g.rule}")
         if args.size is not None and args.size != size:
             raise ConfigError(f"--size {args.size} differs from the board of {flag} {s.text} "
                               f"({size}x{size}); drop --size")
@@ -153,32 +158,89 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Spec, Spec, int, str]:
                               f"({rule}); drop --rule")
     else:
         size, rule = args.size or 15, args.rule or "freestyle"
-    if rule != "freestyle" and "mentor" in (a.kind, b.kind):
+    if rule != "freestyle" and any(s.kind == "mentor" for _, s in players):
         raise ConfigError(f"the mentor knows freestyle patterns only; this match is {rule}")
     if args.opening_plies > size * size:
         raise ConfigError(f"--opening-plies {args.opening_plies} exceeds the "
                           f"{size * size} points of the board")
+    return size, rule
+
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, Spec, Spec, int, str]:
+    """Parse and validate everything; (args, spec A, spec B, board size, rule)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.arena", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--a", required=True, metavar="SPEC", help="player A")
+    parser.add_argument("--b", required=True, metavar="SPEC", help="player B")
+    add_match_args(parser)
+    parser.add_argument("--out", type=Path, default=None, help="save every game as .psq here")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+
+    check_match_args(args)
+    a = load_spec(parse_spec(args.a, "--a"), "--a")
+    b = load_spec(parse_spec(args.b, "--b"), "--b")
+    size, rule = board_of([("--a", a), ("--b", b)], args)
     return args, a, b, size, rule
 
 
-def make_player(spec: Spec, rules):
-    """(player factory variables -> Player, the variables) for a validated spec."""
+class Loaded(NamedTuple):
+    """A player ready to play: ``make(variables) -> arena.Player`` (built inside
+    the jitted chunk, so that the variables are arguments, not constants)."""
+
+    make: Callable
+    variables: Any
+    step: int | None  # a run directory's checkpoint step (models.Model.step)
+
+
+def make_player(spec: Spec, rules) -> Loaded:
+    """Load a validated spec's player (reads a checkpoint player's variables)."""
     from agz_jax import arena, models
 
     if spec.kind == "random":
-        return (lambda variables: arena.random_player(rules)), None
+        return Loaded(lambda variables: arena.random_player(rules), None, None)
     if spec.kind == "mentor":
         from agz_jax.mentor import Mentor
 
-        return (lambda variables: Mentor(rules, spec.level).act), None
+        return Loaded(lambda variables: Mentor(rules, spec.level).act, None, None)
     model = models.load(spec.run_dir)
     config = model.config
     if spec.kind == "policy":
-        return (lambda variables: arena.policy_player(rules, model.nets, variables)
-                ), model.variables
-    return (lambda variables: arena.mcts_player(rules, model.nets, config.search,
-                                                config.decay.gamma, variables, spec.sims)
-            ), model.variables
+        return Loaded(lambda variables: arena.policy_player(rules, model.nets, variables),
+                      model.variables, model.step)
+    return Loaded(lambda variables: arena.mcts_player(rules, model.nets, config.search,
+                                                      config.decay.gamma, variables, spec.sims),
+                  model.variables, model.step)
+
+
+def play(rules, a: Loaded, b: Loaded, seed: int, games: int, opening_plies: int,
+         chunk: int):
+    """Play one match of A against B (colours by halves), the running score on
+    stderr after every chunk; (arena.MatchResult of numpy arrays, wall seconds)."""
+    import time
+
+    import jax
+
+    from agz_jax import arena
+
+    key = jax.random.PRNGKey(seed)
+    t0 = time.perf_counter()
+    if chunk:
+        def progress(ply, so_far, finished):
+            print(progress_text(ply, so_far, finished, time.perf_counter() - t0),
+                  file=sys.stderr, flush=True)
+
+        result = arena.play_match_compact(
+            rules, lambda v: (a.make(v[0]), b.make(v[1])), (a.variables, b.variables), key,
+            games, opening_plies, chunk=chunk, on_chunk=progress)
+    else:
+        @jax.jit
+        def match(key, va, vb):
+            return arena.play_match(rules, a.make(va), b.make(vb), key, games, opening_plies)
+
+        result = jax.device_get(match(key, a.variables, b.variables))
+    return result, time.perf_counter() - t0
 
 
 def progress_text(ply: int, so_far, finished, seconds: float) -> str:
@@ -227,9 +289,6 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0)
 
     enable_compilation_cache()
-    import time
-
-    import jax
     import numpy as np
 
     from agz_jax import arena, checkpoint, models, records
@@ -237,31 +296,14 @@ def main(argv: list[str] | None = None) -> int:
 
     rules = Rules(size, rule)
     try:
-        make_a, var_a = make_player(spec_a, rules)
-        make_b, var_b = make_player(spec_b, rules)
+        player_a = make_player(spec_a, rules)
+        player_b = make_player(spec_b, rules)
     except (checkpoint.CheckpointError, models.ModelError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    games, plies = args.games, args.opening_plies
-
-    key = jax.random.PRNGKey(args.seed)
-    t0 = time.perf_counter()
-    if args.chunk:
-        def progress(ply, so_far, finished):
-            print(progress_text(ply, so_far, finished, time.perf_counter() - t0),
-                  file=sys.stderr, flush=True)
-
-        result = arena.play_match_compact(
-            rules, lambda v: (make_a(v[0]), make_b(v[1])), (var_a, var_b), key, games, plies,
-            chunk=args.chunk, on_chunk=progress)
-    else:
-        @jax.jit
-        def match(key, va, vb):
-            return arena.play_match(rules, make_a(va), make_b(vb), key, games, plies)
-
-        result = jax.device_get(match(key, var_a, var_b))
-    wall = time.perf_counter() - t0
+    plies = args.opening_plies
+    result, wall = play(rules, player_a, player_b, args.seed, args.games, plies, args.chunk)
     s = arena.score(result)
     stats = {"a": spec_a.text, "b": spec_b.text, "seed": args.seed, "size": size, "rule": rule,
              "opening_plies": plies, **s._asdict(),

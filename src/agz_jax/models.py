@@ -46,6 +46,10 @@ class Model(NamedTuple):
     rules: Rules
     nets: Networks
     variables: Any  # stacked [num_nets, ...]
+    # The checkpoint step (the self-play iteration) a run directory's net came
+    # from; None for a model directory. A run directory's latest net changes as
+    # the run goes on, so whoever records results (the ladder) names it by this.
+    step: int | None = None
 
 
 def models_dir() -> Path:
@@ -115,13 +119,15 @@ def load(name_or_path: str | Path) -> Model:
                 raise ModelError(f"{path / VARIABLES_FILE}: an array has shape "
                                  f"{np.shape(got)}, the config's net needs {ref.shape}")
         variables = jax.tree.map(lambda x, r: np.asarray(x, r.dtype), variables, abstract)
+        step = None
     else:
-        variables = _best_from_run(path, config)
+        variables, step = _best_from_run(path, config)
     return Model(str(name_or_path), path, config,
-                 Rules(config.game.size, config.game.rule), nets, variables)
+                 Rules(config.game.size, config.game.rule), nets, variables, step)
 
 
-def _best_from_run(path: Path, config: Config):
+def _best_from_run(path: Path, config: Config) -> tuple[Any, int]:
+    """(the best net's variables, the step of the checkpoint they were read from)."""
     from agz_jax import checkpoint, run
 
     if checkpoint.latest_step(path) is None:
@@ -133,10 +139,10 @@ def _best_from_run(path: Path, config: Config):
     comps = dataclasses.replace(run.build(config), sharder=None)
     like = jax.eval_shape(lambda: run.init_state(comps))
     try:
-        state, _, _ = checkpoint.restore(path, like)
+        state, _, step = checkpoint.restore(path, like)
     except checkpoint.CheckpointError as e:
         raise ModelError(str(e)) from e
-    return jax.device_get(state.best)
+    return jax.device_get(state.best), int(step)
 
 
 def save(out_dir: str | Path, config: Config, variables: Any) -> Path:

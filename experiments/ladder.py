@@ -1,0 +1,421 @@
+"""A rating ladder: candidates play a fixed pool, every match goes into a
+ledger, and one maximum-likelihood Elo fit over the whole ledger rates them all.
+
+    python -m experiments.ladder --candidate mcts:runs/campaign:400
+    python -m experiments.ladder --candidate policy:runs/campaign --pairs all --games 40
+    python -m experiments.ladder --table-only
+    python -m experiments.ladder --no-default-pool --pool random --candidate mentor:0 \\
+        --size 7 --games 4 --ledger /tmp/ladder/games.jsonl
+
+Players are the arena's SPECs (``python -m experiments.arena --help``). The
+pool is random, mentor:0..3 and models/curriculum (a fixed copy of the shipped
+net) as policy:curriculum and mcts:curriculum:400, plus every ``--pool``
+SPEC (``--no-default-pool``: only those). Each ``--candidate`` plays every
+pool member; ``--pairs all`` plays every pair of pool and candidates instead.
+A match has ``--games`` games with the colours alternated by halves, and its
+seed is fixed before it starts: derived from ``--seed`` and the two players'
+names, and written down.
+
+Every finished match is appended to the LEDGER (``--ledger``, default
+docs/ladder/games.jsonl) as one JSON line. A pairing already in it with the
+same games and seed is skipped, so a killed ladder loses only the match it was
+playing, and rerunning it resumes. A player whose net is a self-play run
+directory's latest checkpoint is named ``SPEC@itN`` (N the checkpoint's
+iteration), since the run goes on and its next checkpoint is another player;
+the ledger also keeps that iteration's cumulative self-play games and training
+time (from the run's metrics.jsonl) for the plot.
+
+After playing (or with ``--table-only``, without) the Elo fit
+(``agz_jax.rating``) of every game in the ledger is written beside it:
+ladder.md (player, Elo, 95% interval, games, score) and ladder.png (the
+self-play runs' Elo against their self-play games and training time, the
+other players as horizontal lines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import NamedTuple
+
+from agz_jax.config import ConfigError
+from experiments import arena as arena_cli
+
+DEFAULT_POOL = ("random", "mentor:0", "mentor:1", "mentor:2", "mentor:3",
+                "policy:curriculum", "mcts:curriculum:400")
+DEFAULT_LEDGER = Path("docs/ladder/games.jsonl")
+# Fields every ledger line must carry (the rest are informative).
+REQUIRED = {"a": str, "b": str, "wins": int, "draws": int, "losses": int, "games": int,
+            "seed": int, "size": int, "rule": str}
+
+
+class Pairing(NamedTuple):
+    a: str
+    b: str
+    seed: int  # the match's seed
+
+
+def pairing_seed(seed: int, a: str, b: str) -> int:
+    """The match seed of a pairing: a hash of the ladder's seed and the two names,
+    in either order, so that every pairing gets its own games, fixed before
+    anything is played, and the same ones on every rerun or machine."""
+    text = "\n".join([str(seed), *sorted((a, b))])
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big") >> 1
+
+
+def done_key(a: str, b: str, games: int, seed: int) -> tuple:
+    return frozenset((a, b)), games, seed
+
+
+def plan(candidates: list[str], pool: list[str], all_pairs: bool, seed: int, games: int,
+         done: set) -> list[Pairing]:
+    """The pairings still to play: each candidate against every pool member (or,
+    with ``all_pairs``, every pair of pool and candidates), minus those in
+    ``done`` (``done_key``s of the ledger)."""
+    if all_pairs:
+        players = list(dict.fromkeys(pool + candidates))
+        pairs = [(a, b) for i, a in enumerate(players) for b in players[i + 1:]]
+    else:
+        pairs = [(c, p) for c in candidates for p in pool if c != p]
+    out, seen = [], set()
+    for a, b in pairs:
+        s = pairing_seed(seed, a, b)
+        key = done_key(a, b, games, s)
+        if key not in done and key not in seen:
+            seen.add(key)
+            out.append(Pairing(a, b, s))
+    return out
+
+
+def read_ledger(path: Path) -> list[dict]:
+    """The ledger's matches, in order; ConfigError naming the first bad line."""
+    if not path.exists():
+        return []
+    lines = []
+    for n, text in enumerate(path.read_text().splitlines(), 1):
+        if not text.strip():
+            continue
+        where = f"{path} line {n}"
+        fix = "fix or delete that line"
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"{where} is not JSON ({e}); {fix}") from None
+        if not isinstance(line, dict):
+            raise ConfigError(f"{where} is not a JSON object; {fix}")
+        for field, kind in REQUIRED.items():
+            value = line.get(field)
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise ConfigError(f"{where}: field {field!r} must be a {kind.__name__}, "
+                                  f"got {value!r}; {fix}")
+        counts = [line[k] for k in ("wins", "draws", "losses")]
+        if min(counts) < 0 or sum(counts) != line["games"] or line["games"] < 1:
+            raise ConfigError(f"{where}: wins + draws + losses must equal games (>= 1), "
+                              f"got {counts} and {line['games']}; {fix}")
+        if not line["a"] or line["a"] == line["b"]:
+            raise ConfigError(f"{where}: a and b must be two named players; {fix}")
+        lines.append(line)
+    return lines
+
+
+def append_line(path: Path, text: str) -> None:
+    """Append one line, starting a new one if a hand edit left the last line open
+    (else two matches would share a line and the ledger would stop parsing)."""
+    with path.open("ab+") as f:  # appends go to the end whatever the position
+        end = f.seek(0, 2)
+        if end:
+            f.seek(end - 1)
+            if f.read(1) != b"\n":
+                f.write(b"\n")
+        f.write(text.encode() + b"\n")
+
+
+def check_board(lines: list[dict], path: Path, size: int | None = None,
+                rule: str | None = None) -> tuple[int, str] | None:
+    """The one board of every ledger line (and of this ladder's players, when
+    given): a fit across boards would rate nothing."""
+    for n, line in enumerate(lines):
+        if size is None:
+            size, rule = line["size"], line["rule"]
+        if (line["size"], line["rule"]) != (size, rule):
+            raise ConfigError(
+                f"{path}: match {n + 1} ({line['a']} vs {line['b']}) is "
+                f"{line['size']}x{line['size']} {line['rule']}, not {size}x{size} {rule} as "
+                f"{'this ladder' if n == 0 else 'the matches before it'}; "
+                "give each board its own --ledger")
+    return None if size is None else (size, rule)
+
+
+def selfplay_progress(run_dir: Path, iteration: int) -> dict | None:
+    """A self-play run's progress through ``iteration``: its cumulative
+    ``selfplay/games`` and wall time (the sum of every ``time/*_s``, self-play,
+    training, gating and evaluation, in hours), from its metrics.jsonl (the
+    initial net, iteration 0, has played none); None when the directory has no
+    such log."""
+    from agz_jax import run
+
+    try:
+        rows = run.MetricsLog(run_dir, keep_through=iteration, write=False).read()
+        if not rows:
+            return None
+        rows = [r for r in rows if r["iteration"] <= iteration]
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ConfigError(f"{run_dir / 'metrics.jsonl'} is not readable ({e!r})") from None
+    seconds = sum(v for r in rows for k, v in r.items()
+                  if k.startswith("time/") and k.endswith("_s"))
+    return {"run": str(run_dir), "iteration": iteration,
+            "games": sum(r.get("selfplay/games", 0) for r in rows), "hours": seconds / 3600}
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m experiments.ladder", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--candidate", action="append", default=[], metavar="SPEC",
+                        help="a player to rate (repeatable)")
+    parser.add_argument("--pool", action="append", default=[], metavar="SPEC",
+                        help="one more pool member (repeatable)")
+    parser.add_argument("--no-default-pool", action="store_true",
+                        help="the pool is only the --pool players")
+    parser.add_argument("--pairs", choices=("candidates", "all"), default="candidates",
+                        help="candidates: each candidate against every pool member (default); "
+                             "all: every pair of pool and candidates")
+    parser.add_argument("--ledger", type=Path, default=DEFAULT_LEDGER,
+                        help=f"the matches, one JSON line each (default {DEFAULT_LEDGER}); "
+                             "ladder.md and ladder.png are written beside it")
+    parser.add_argument("--table-only", action="store_true",
+                        help="play nothing: rewrite the table and plot from the ledger")
+    arena_cli.add_match_args(parser, games=20)
+    args = parser.parse_args(argv)
+    arena_cli.check_match_args(args)
+    return args
+
+
+def parse_player(text: str, flag: str) -> arena_cli.Spec:
+    """The arena's spec, loaded; a bare directory gets told how to become one."""
+    try:
+        spec = arena_cli.parse_spec(text, flag)
+    except ConfigError:
+        if Path(text).is_dir():
+            raise ConfigError(f"{flag} {text!r} is a directory, not a player: say how it "
+                              f"plays, mcts:{text}:400 or policy:{text}") from None
+        raise
+    return arena_cli.load_spec(spec, flag)
+
+
+class Player(NamedTuple):
+    name: str  # in the ledger: the spec, with @itN for a run directory's checkpoint
+    loaded: arena_cli.Loaded
+    sims: int | None
+    progress: dict | None  # selfplay_progress, for a run directory's checkpoint
+
+
+def load_players(specs: list[tuple[str, arena_cli.Spec]], rules
+                 ) -> tuple[dict[str, Player], list[str]]:
+    """The players by name, and the name of each spec in order (a run
+    directory's name carries the iteration of the checkpoint actually read)."""
+    from agz_jax import checkpoint, models
+
+    players: dict[str, Player] = {}
+    names = []
+    for flag, spec in specs:
+        try:
+            loaded = arena_cli.make_player(spec, rules)
+        except (checkpoint.CheckpointError, models.ModelError) as e:
+            raise ConfigError(f"{flag} {spec.text!r}: {e}") from None
+        name, progress = spec.text, None
+        if loaded.step is not None:
+            name = f"{spec.text}@it{loaded.step}"
+            progress = selfplay_progress(spec.run_dir, loaded.step)
+        players.setdefault(name, Player(name, loaded, spec.sims, progress))
+        names.append(name)
+    return players, names
+
+
+def play_ladder(args: argparse.Namespace, lines: list[dict]) -> int:
+    """Play the missing pairings, appending each to the ledger file and to
+    ``lines`` (the ledger read so far); the number played."""
+    pool_texts = ([] if args.no_default_pool else list(DEFAULT_POOL)) + args.pool
+    if not pool_texts:
+        raise ConfigError("the pool is empty: give --pool SPEC, or drop --no-default-pool")
+    if not args.candidate and args.pairs != "all":
+        raise ConfigError("nothing to play: give --candidate SPEC, or --pairs all to fill "
+                          "the pool's missing pairs, or --table-only to redraw the table")
+    specs = ([("--pool", parse_player(t, "--pool")) for t in pool_texts]
+             + [("--candidate", parse_player(t, "--candidate")) for t in args.candidate])
+    size, rule = arena_cli.board_of(specs, args)
+    check_board(lines, args.ledger, size, rule)
+
+    from agz_jax import arena
+    from agz_jax.engine import enable_compilation_cache
+    from agz_jax.gomoku import Rules
+
+    enable_compilation_cache()
+    rules = Rules(size, rule)
+    players, names = load_players(specs, rules)
+    pool = list(dict.fromkeys(names[:len(pool_texts)]))
+    candidates = list(dict.fromkeys(names[len(pool_texts):]))
+    done = {done_key(x["a"], x["b"], x["games"], x["seed"]) for x in lines}
+    todo = plan(candidates, pool, args.pairs == "all", args.seed, args.games, done)
+    print(f"{len(todo)} matches to play on {size}x{size} {rule}, {args.games} games each "
+          f"(ledger {args.ledger})", flush=True)
+    args.ledger.parent.mkdir(parents=True, exist_ok=True)
+    for i, p in enumerate(todo, 1):
+        a, b = players[p.a], players[p.b]
+        print(f"[{i}/{len(todo)}] {p.a} vs {p.b}, seed {p.seed}", flush=True)
+        result, wall = arena_cli.play(rules, a.loaded, b.loaded, p.seed, args.games,
+                                      args.opening_plies, args.chunk)
+        s = arena.score(result)
+        line = {"a": p.a, "b": p.b, "wins": s.wins, "draws": s.draws, "losses": s.losses,
+                "games": s.games, "seed": p.seed, "ladder_seed": args.seed,
+                "sims": [a.sims, b.sims], "size": size, "rule": rule,
+                "opening_plies": args.opening_plies,
+                "date": datetime.now(UTC).isoformat(timespec="seconds"),
+                "seconds": round(wall, 1)}
+        progress = {q.name: q.progress for q in (a, b) if q.progress is not None}
+        if progress:
+            line["selfplay"] = progress
+        append_line(args.ledger, json.dumps(line))
+        lines.append(line)
+        print(f"  {s.wins} wins / {s.draws} draws / {s.losses} losses for {p.a} "
+              f"(score {s.score:.3f}), {wall:.0f} s", flush=True)
+    return len(todo)
+
+
+def table(fit, lines: list[dict], ledger: Path) -> str:
+    """ladder.md: the fit's ratings, best first, and how they were made."""
+    size, rule = lines[0]["size"], lines[0]["rule"]
+    games = sum(x["games"] for x in lines)
+    how = ("`random` = 0" if fit.anchor == "random" else
+           f"`{fit.anchor}` = 0 (no match of `random` in the ledger: the ledger's first "
+           "player is the anchor)")
+    again = "python -m experiments.ladder --table-only" + (
+        "" if ledger == DEFAULT_LEDGER else f" --ledger {ledger}")
+    out = [
+        "# Rating ladder",
+        "",
+        f"{games} games in {len(lines)} matches on {size}x{size} {rule} "
+        f"(`{ledger.name}` beside this file). Elo: the maximum-likelihood fit over all of "
+        "them (logistic, 400·log10 scale, a draw half a win and half a loss, "
+        f"`agz_jax.rating`), anchored at {how}; 95% intervals "
+        "±1.96 standard errors from the observed Fisher information, of the distance "
+        "from the anchor (two players far from it can be closer to each other than "
+        "their intervals suggest). Score: the player's "
+        "points per game over all its games. Regenerate: "
+        f"`{again}`.",
+        "",
+        "| # | player | Elo | 95% CI | games | score |",
+        "|--:|:--|--:|:-:|--:|--:|",
+    ]
+    for i, r in enumerate(fit.ratings, 1):
+        mark = " †" if r.prior else ""
+        ci = "anchor" if r.player == fit.anchor else f"{r.low:.0f} .. {r.high:.0f}"
+        out.append(f"| {i} | `{r.player}` | {r.elo:.0f}{mark} | {ci} | {r.games} | "
+                   f"{r.score:.3f} |")
+    if any(r.prior for r in fit.ratings):
+        out += ["", f"† No finite maximum-likelihood rating relative to `{fit.anchor}`: a "
+                "group of players holding this one won (or lost) every game against the "
+                "rest, so their distance has no maximum. Each such one-sided match is "
+                "rated with one virtual draw added (20-0 as 20 wins and a draw: 645 Elo), "
+                "which pulls the groups together; the real distance is larger, so read "
+                f"the Elo as a bound (a lower bound above `{fit.anchor}`, an upper bound "
+                "below). Differences within a group are fitted as usual."]
+    return "\n".join(out) + "\n"
+
+
+def plot_series(fit, lines: list[dict]) -> tuple[dict[str, list], list]:
+    """The plot's data: {run's player SPEC: [(Rating, selfplay progress), ...]}
+    for the checkpoints of self-play runs (``SPEC@itN`` with progress in the
+    ledger), and the Ratings of every other player (reference lines)."""
+    progress: dict[str, dict] = {}
+    for x in lines:
+        progress.update(x.get("selfplay") or {})
+    series: dict[str, list] = {}
+    for r in fit.ratings:
+        if r.player in progress:
+            series.setdefault(r.player.rpartition("@it")[0], []).append(
+                (r, progress[r.player]))
+    return series, [r for r in fit.ratings if r.player not in progress]
+
+
+def plot(fit, lines: list[dict], path: Path) -> None:
+    """ladder.png: Elo against self-play games and against training time for the
+    players with self-play progress, the others as horizontal reference lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series, refs = plot_series(fit, lines)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5.5), sharey=True)
+    for ax, key, label in ((axes[0], "games", "self-play games"),
+                           (axes[1], "hours", "training time (hours, all phases)")):
+        for k, r in enumerate(refs):  # labels left and right in turn: fewer overlaps
+            ax.axhline(r.elo, color="grey", lw=0.8, ls="--")
+            ax.text(0.99 if k % 2 else 0.01, r.elo, f"{r.player}{' †' if r.prior else ''}",
+                    fontsize=7, va="bottom", ha="right" if k % 2 else "left",
+                    transform=ax.get_yaxis_transform())
+        for name, points in series.items():
+            points = sorted(points, key=lambda rp: rp[1][key])
+            xs = [p[key] for _, p in points]
+            ys = [r.elo for r, _ in points]
+            err = [[r.elo - r.low for r, _ in points], [r.high - r.elo for r, _ in points]]
+            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=name)
+        if series:
+            ax.legend(fontsize=8, loc="lower right")
+        else:
+            ax.text(0.5, 0.5, "no self-play run rated yet", ha="center",
+                    transform=ax.transAxes, color="grey")
+        ax.set_xlabel(label)
+        ax.set_title(f"Elo against {label.split(' (')[0]}")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"Elo ({fit.anchor} = 0; bars: 95% CI)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def write_outputs(lines: list[dict], ledger: Path) -> tuple[Path, Path]:
+    """Fit every game of the ledger; write ladder.md and ladder.png beside it."""
+    from agz_jax import rating
+
+    if not lines:
+        raise ConfigError(f"{ledger} holds no match: play some first (drop --table-only)")
+    check_board(lines, ledger)
+    fit = rating.fit(rating.Match(x["a"], x["b"], x["wins"], x["draws"], x["losses"])
+                     for x in lines)
+    md, png = ledger.parent / "ladder.md", ledger.parent / "ladder.png"
+    md.write_text(table(fit, lines, ledger))
+    plot(fit, lines, png)
+    return md, png
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = parse(argv)
+        lines = read_ledger(args.ledger)
+        if args.table_only:
+            if not args.ledger.exists():
+                raise ConfigError(f"{args.ledger} not found: play some matches first "
+                                  "(drop --table-only), or name the ledger with --ledger")
+        else:
+            played = play_ladder(args, lines)
+            print(f"{played} matches played", flush=True)
+        md, png = write_outputs(lines, args.ledger)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except SystemExit as e:  # argparse: usage error (already printed) or --help
+        return int(e.code or 0)
+    print(md.read_text(), end="")
+    print(f"table {md}, plot {png}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
