@@ -248,3 +248,24 @@ def test_matches_and_lockstep_selfplay_start_from_the_openings(tmp_path):
                    for o in moves.tolist())
     ex = to_examples(traj, final, 0.9)
     assert int(np.asarray(ex.valid).sum()) == int(stats["moves"])
+
+
+def test_checkpoints_from_before_the_slots_field_still_restore(tmp_path):
+    """A run state saved as the 5-field NamedTuple of earlier versions (no slots)."""
+    import collections
+
+    import orbax.checkpoint as ocp
+
+    config = tiny().replace(**{"selfplay.continuous": False, "replay.capacity": 16})
+    comps = run.build(config)
+    state = run.init_state(comps)
+    assert state.slots == ()
+    Old = collections.namedtuple("RunState", ["iteration", "key", "train", "best", "replay"])
+    old = Old(*state[:5])
+    with checkpoint._manager(tmp_path) as mngr:
+        mngr.save(3, args=ocp.args.Composite(state=ocp.args.StandardSave(old),
+                                             meta=ocp.args.JsonSave({"iteration": 3})))
+        mngr.wait_until_finished()
+    restored, meta, step = checkpoint.restore(tmp_path, state)
+    assert step == 3 and meta == {"iteration": 3} and restored.slots == ()
+    assert run.params_hash(restored) == run.params_hash(state)

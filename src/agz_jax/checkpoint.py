@@ -54,10 +54,19 @@ def read_config(run_dir: Path) -> Config:
         raise CheckpointError(f"{path} is not a valid config: {e}") from e
 
 
+def _on_disk(state: Any) -> Any:
+    """A NamedTuple state as the dict of its fields that hold something: a field
+    that is ``()`` (say, ``RunState.slots`` of a lockstep run) leaves no trace, so
+    checkpoints written before such a field existed still restore."""
+    if hasattr(state, "_asdict"):
+        return {k: v for k, v in state._asdict().items() if not (isinstance(v, tuple) and not v)}
+    return state
+
+
 def save(run_dir: Path, step: int, state: Any, meta: dict) -> None:
     with _manager(run_dir) as mngr:
         mngr.save(step, args=ocp.args.Composite(
-            state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)))
+            state=ocp.args.StandardSave(_on_disk(state)), meta=ocp.args.JsonSave(meta)))
         mngr.wait_until_finished()
 
 
@@ -71,7 +80,7 @@ def restore(run_dir: Path, like: Any, step: int | None = None) -> tuple[Any, dic
         step = latest_step(run_dir)
     if step is None:
         raise CheckpointError(f"no checkpoint in {run_dir / 'checkpoints'}")
-    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, like)
+    abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _on_disk(like))
     try:
         with _manager(run_dir, read_only=True) as mngr:
             out = mngr.restore(step, args=ocp.args.Composite(
@@ -81,4 +90,5 @@ def restore(run_dir: Path, like: Any, step: int | None = None) -> tuple[Any, dic
             f"checkpoint {run_dir / 'checkpoints' / str(step)} cannot be restored "
             f"for this config ({type(e).__name__}: {str(e).splitlines()[0][:300]})"
         ) from e
-    return out.state, dict(out.meta), step
+    state = like._replace(**out.state) if hasattr(like, "_asdict") else out.state
+    return state, dict(out.meta), step
