@@ -43,6 +43,7 @@ persistent compilation cache is used, since compile time is reported.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -79,6 +80,9 @@ RESULT_KEYS = (
     *(f"double_strategies.{k}_evals_per_s"
       for k in ("evaluate", "vmap", "gather", "sequential", "single_net")),
     "matmul.gflops",
+    *(f"selfplay.{k}" for k in ("lockstep_useful_sims_per_s", "lockstep_positions_per_s",
+                                "continuous_useful_sims_per_s", "continuous_positions_per_s",
+                                "speedup")),
 )
 
 
@@ -280,6 +284,94 @@ def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
             "search_extra_ms_per_sim": (per_sim - forward) * 1e3}
 
 
+def bench_selfplay(args) -> dict:
+    """Lockstep against continuous self-play at equal settings (the main job's two
+    ``selfplay`` modes): the same double nets, batch ``--selfplay-games``,
+    ``--selfplay-sims`` Gumbel simulations per move.
+
+    On 15x15 the nets are ``models/default``'s and the games start from the
+    ``balanced15`` openings (realistic game lengths); on other boards untrained
+    nets from the empty board. Lockstep plays one batch of games to the end of
+    its longest game; continuous then runs as many search steps as lockstep
+    ran. Useful work counts the positions of games in progress only, so
+    lockstep's wasted fraction is 1 - (its games' positions) / (batch x its
+    longest game). Each is compiled first and timed on a second call.
+    """
+    from agz_jax import models
+    from agz_jax.config import Config, GameConfig, NetConfig
+    from agz_jax.run import make_networks
+    from agz_jax.selfplay import make_continuous, make_selfplay
+
+    games, sims = args.selfplay_games, args.selfplay_sims
+    config = Config(game=GameConfig(size=args.size), net=NetConfig(double=True),
+                    search=SearchConfig(algorithm="gumbel", num_simulations=sims),
+                    selfplay=SelfPlayConfig(num_games=games, continuous=True))
+    nets = make_networks(config)
+    variables = jax.jit(nets.init)(jax.random.PRNGKey(args.seed))
+    source = "untrained double nets, empty board"
+    if args.size == 15:
+        model = models.load("default")
+        config = config.replace(**{"net": dataclasses.asdict(model.config.net),
+                                   "openings.path": "balanced15"})
+        nets, variables = make_networks(config), model.variables
+        source = "models/default's nets, balanced15 openings"
+    rules = Rules(args.size)
+    key = jax.random.PRNGKey(args.seed)
+
+    lock = jax.jit(make_selfplay(config, rules, nets))
+    jax.block_until_ready(lock(variables, key))
+    t0 = time.perf_counter()
+    _, _, stats = jax.block_until_ready(lock(variables, key))
+    lock_s = time.perf_counter() - t0
+    stats = jax.device_get(stats)
+    steps = int(stats["searched"]) // games
+    useful = int(stats["moves"])
+
+    config = config.replace(**{"selfplay.steps": steps})
+    init, play = make_continuous(config, rules, nets)
+    play = jax.jit(play, donate_argnums=(1, 2))
+    fresh = lambda: (init(key), replay.init_for(nets, rules, 4 * games * steps))  # noqa: E731
+    jax.block_until_ready(play(variables, *fresh(), key))
+    slots, buffer = fresh()
+    t0 = time.perf_counter()
+    _, buffer, cstats, _ = jax.block_until_ready(play(variables, slots, buffer, key))
+    cont_s = time.perf_counter() - t0
+    cstats = jax.device_get(cstats)
+    positions = games * steps
+    return {
+        "source": source, "games": games, "sims": sims, "steps": steps,
+        "lockstep_s": lock_s, "continuous_s": cont_s,
+        "lockstep_useful_sims_per_s": useful * sims / lock_s,
+        "lockstep_positions_per_s": useful / lock_s,
+        "lockstep_wasted": 1.0 - useful / (games * steps),
+        "lockstep_games": int(stats["games"]),
+        "lockstep_mean_length": float(stats["mean_length"]),
+        "continuous_useful_sims_per_s": positions * sims / cont_s,
+        "continuous_positions_per_s": positions / cont_s,
+        "continuous_games": int(cstats["games"]),
+        "continuous_positions_in_replay": int(np.sum(np.asarray(buffer.size))),
+        "speedup": (positions / cont_s) / (useful / lock_s),
+    }
+
+
+def selfplay_lines(r: dict) -> list[str]:
+    if not r:
+        return []
+    return [
+        f"Self-play, lockstep against continuous ({r['source']}; {r['games']} games, "
+        f"gumbel {r['sims']} sims, {r['steps']} search steps each):",
+        f"  lockstep:   {r['lockstep_useful_sims_per_s']:>10,.0f} useful simulations/s, "
+        f"{r['lockstep_positions_per_s']:>8,.1f} positions/s; {r['lockstep_wasted']:.0%} of "
+        f"its searches were on finished games ({r['lockstep_games']} games, mean length "
+        f"{r['lockstep_mean_length']:.1f})",
+        f"  continuous: {r['continuous_useful_sims_per_s']:>10,.0f} useful simulations/s, "
+        f"{r['continuous_positions_per_s']:>8,.1f} positions/s; {r['continuous_games']} games "
+        f"finished, {r['continuous_positions_in_replay']} positions in the replay; "
+        f"{r['speedup']:.2f}x lockstep's positions/s",
+        "",
+    ]
+
+
 def time_search_moves(rules: Rules, states: State, repeats: int, reps: int,
                       forced_moves: bool, answer_threats: bool = False,
                       answer_four_threes: bool = False) -> float:
@@ -450,6 +542,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--matmul", type=int, default=None, help="matmul side (2048)")
     p.add_argument("--mentor-games", type=int, default=None,
                    help="games in the mentor's batch, per level (16)")
+    p.add_argument("--selfplay-games", type=int, default=None,
+                   help="lockstep vs continuous self-play: games (64)")
+    p.add_argument("--selfplay-sims", type=int, default=None,
+                   help="lockstep vs continuous self-play: simulations per move (16)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true",
                    help="9x9, 8 games, 8 sims, small everything (defaults for unset flags)")
@@ -460,9 +556,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--devices-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     full = dict(games=64, sims=64, size=15, moves=4, train_batch=512, train_steps=3,
-                baseline_seconds=14.0, matmul=2048, mentor_games=16)
+                baseline_seconds=14.0, matmul=2048, mentor_games=16, selfplay_games=64,
+                selfplay_sims=16)
     quick = dict(games=8, sims=8, size=9, moves=2, train_batch=64, train_steps=2,
-                 baseline_seconds=0.5, matmul=512, mentor_games=2)
+                 baseline_seconds=0.5, matmul=512, mentor_games=2, selfplay_games=8,
+                 selfplay_sims=4)
     full["devices"], quick["devices"] = "1,4", ""
     for k, v in (quick if args.quick else full).items():
         if getattr(args, k) is None:
@@ -473,7 +571,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     except (ValueError, AssertionError):
         p.error(f"--devices must be counts >= 1 that divide --games {args.games}, "
                 f"got {args.devices!r}")
-    for k in ("games", "sims", "moves", "train_batch", "train_steps", "matmul", "mentor_games"):
+    for k in ("games", "sims", "moves", "train_batch", "train_steps", "matmul", "mentor_games",
+              "selfplay_games", "selfplay_sims"):
         if getattr(args, k) < 1:
             p.error(f"--{k.replace('_', '-')} must be >= 1")
     Rules(args.size)  # validates the size
@@ -548,6 +647,10 @@ def run(args: argparse.Namespace, command: str) -> dict:
                 rules, states, repeats, reps,
                 **{k: v for k, v in options.items() if k != "threat_values"})}
 
+    log(f"self-play: lockstep against continuous, {args.selfplay_games} games x "
+        f"{args.selfplay_sims} sims")
+    results["selfplay"] = bench_selfplay(args)
+    log("\n".join(selfplay_lines(results["selfplay"])))
     if args.devices:
         results["devices"] = bench_devices(args)
     levels = (0, 1) if args.quick else (0, 1, 2, 3)
@@ -652,6 +755,7 @@ def table(report: dict) -> str:
         "",
         "search overhead = (time per move) / ((sims + 1) x time of one batched evaluation).",
         "Timings are the best of a few runs, compile excluded; the machine may be shared.",
+        *selfplay_lines(res.get("selfplay", {})),
         *devices_lines(res.get("devices", {}), c),
         *mentor_lines(res.get("mentor", {})),
         f"total bench time {report['total_s']:.0f} s",

@@ -50,6 +50,9 @@ RESULT_KEYS = (
     "answer_four_threes.sims_per_s", "answer_four_threes.cost",
     "answer_four_threes.search_moves_ms",
     "threat_values.sims_per_s", "threat_values.cost",
+    "selfplay.lockstep_useful_sims_per_s", "selfplay.continuous_useful_sims_per_s",
+    "selfplay.lockstep_positions_per_s", "selfplay.continuous_positions_per_s",
+    "selfplay.speedup",
 )
 
 

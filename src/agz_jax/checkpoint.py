@@ -9,6 +9,7 @@ run killed mid-save leaves the previous checkpoint intact.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,17 @@ import jax
 import orbax.checkpoint as ocp
 
 from agz_jax.config import Config, ConfigError
+
+
+def _not_read_only_notice(record: logging.LogRecord) -> bool:
+    """False for orbax's notices that a read-only manager adjusted its options
+    (three absl warnings each time a run is resumed or a model read): nothing
+    is wrong, and the user can do nothing about them."""
+    msg = record.getMessage()
+    return not ("read_only=True" in msg or msg.startswith("Given directory is read only"))
+
+
+logging.getLogger("absl").addFilter(_not_read_only_notice)
 
 
 class CheckpointError(RuntimeError):
