@@ -175,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if main_process:
             checkpoint.write_config(run_dir, config)
+            if args.init_from is not None:  # the campaign's ledger names each run's start
+                (run_dir / "init_from.txt").write_text(f"{args.init_from}\n")
         console.print(f"run {run_dir}: preset {args.preset or 'cpu'}, "
                       f"{config.game.size}x{config.game.size} {config.game.rule}, "
                       f"{'double' if config.net.double else 'single'} net "

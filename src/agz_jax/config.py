@@ -648,17 +648,40 @@ PRESETS: dict[str, Config] = {
         gating=GatingConfig(num_games=40, num_simulations=400, threshold=0.55),
         eval=EvalConfig(every=10, num_games=100, num_simulations=400),
     ),
-    # The paper's game and net, sized for one accelerator.
+    # The self-play campaign on the CPU (README, "The campaign"): the shipped
+    # model's search and nets, continuous self-play from balanced openings.
+    "campaign": Config(
+        seed=23,
+        iterations=1000,
+        game=GameConfig(size=15),
+        net=NetConfig(filters=32, blocks=2, double=True),
+        search=SearchConfig(algorithm="gumbel", num_simulations=32, max_considered_actions=16,
+                            forced_moves=True, answer_threats=True, answer_four_threes=True),
+        selfplay=SelfPlayConfig(num_games=64, continuous=True, steps=32),
+        openings=OpeningsConfig(path="balanced15"),
+        replay=ReplayConfig(capacity=100_000),
+        train=TrainConfig(batch_size=256, steps_per_iteration=40, min_replay=2048,
+                          learning_rate=5e-3),
+        gating=GatingConfig(num_games=32, num_simulations=32),
+        eval=EvalConfig(every=0, num_games=50, num_simulations=16),
+    ),
+    # The paper's game, net and Double Networks on one accelerator: thousands of
+    # continuous self-play slots (GPU work wants batches in the thousands), no
+    # gating or evaluation match in the loop (AlphaZero's way; the ladder,
+    # `python -m experiments.ladder`, rates checkpoints outside it), so that
+    # self-play takes most of each iteration.
     "gpu": Config(
         iterations=500,
         game=GameConfig(size=15),
-        net=NetConfig(filters=64, blocks=4),
-        search=SearchConfig(num_simulations=400),
-        selfplay=SelfPlayConfig(num_games=512),
+        net=NetConfig(filters=32, blocks=2, double=True),
+        search=SearchConfig(algorithm="gumbel", num_simulations=64, max_considered_actions=16),
+        selfplay=SelfPlayConfig(num_games=4096, continuous=True, steps=16),
+        openings=OpeningsConfig(path="balanced15"),
         replay=ReplayConfig(capacity=1_000_000),
-        train=TrainConfig(batch_size=1024, steps_per_iteration=400, min_replay=8192),
-        gating=GatingConfig(num_games=64, num_simulations=400),
-        eval=EvalConfig(every=10, num_games=100, num_simulations=400),
+        train=TrainConfig(batch_size=1024, steps_per_iteration=100, min_replay=65_536,
+                          learning_rate=5e-3),
+        gating=GatingConfig(enabled=False, num_games=64, num_simulations=64),
+        eval=EvalConfig(every=0, num_games=100, num_simulations=64),
     ),
 }
 

@@ -1,0 +1,124 @@
+"""The self-play campaign's nets and its compute ledger, kept in the repository.
+
+A campaign is a chain of self-play runs (``python -m experiments.selfplay
+--preset campaign``, on the CPU, or ``--preset gpu`` in a GPU window), each
+started with ``--init-from models/campaign`` and resumable on its own machine.
+Runs do not survive the machine, so after (or during) each one its best nets
+go into ``models/campaign`` with ``export``, and ``models/campaign/campaign.json``
+records every run's share of the compute:
+
+    python -m experiments.campaign export runs/campaign-b --device cpu
+    python -m experiments.campaign status
+
+``export`` is idempotent: exporting the same run again (it has gone further)
+replaces that run's line. ``status`` prints the totals: self-play games and
+positions, CPU-hours and GPU-minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+LEDGER = "campaign.json"
+
+
+def run_summary(run_dir: Path, device: str) -> dict:
+    """One run's line of the ledger, from its config and metrics.jsonl."""
+    from agz_jax import checkpoint
+
+    lines = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()
+             if ln.strip()]
+    iterations = [m for m in lines if m["iteration"] > 0]
+    init = run_dir / "init_from.txt"
+    seconds = sum(v for m in iterations for k, v in m.items() if k.startswith("time/"))
+    return {
+        "run": run_dir.name,
+        "init_from": init.read_text().strip() if init.exists() else None,
+        "device": device,
+        "iterations": len(iterations),
+        "checkpoint": checkpoint.latest_step(run_dir),
+        "games": int(sum(m.get("selfplay/games", 0) for m in iterations)),
+        "positions": int(sum(m.get("selfplay/moves", 0) for m in iterations)),
+        "accepted": int(sum(m.get("gating/accepted", 0) for m in iterations)),
+        "hours": seconds / 3600,
+        "black_wins_last": iterations[-1].get("selfplay/black_wins") if iterations else None,
+        "exported": time.strftime("%Y-%m-%d %H:%M"),
+    }
+
+
+def totals(ledger: list[dict]) -> dict:
+    cpu = sum(r["hours"] for r in ledger if r["device"] == "cpu")
+    gpu = sum(r["hours"] for r in ledger if r["device"] != "cpu")
+    return {"runs": len(ledger), "iterations": sum(r["iterations"] for r in ledger),
+            "games": sum(r["games"] for r in ledger),
+            "positions": sum(r["positions"] for r in ledger),
+            "cpu_hours": cpu, "gpu_minutes": 60 * gpu}
+
+
+def read_ledger(model_dir: Path) -> list[dict]:
+    path = model_dir / LEDGER
+    return json.loads(path.read_text())["runs"] if path.exists() else []
+
+
+def export(run_dir: Path, model_dir: Path, device: str) -> dict:
+    """Copy ``run_dir``'s best nets to ``model_dir`` and record the run in its ledger."""
+    from agz_jax import models
+
+    model = models.load(run_dir)
+    line = run_summary(run_dir, device)
+    models.save(model_dir, model.config, model.variables)
+    ledger = [r for r in read_ledger(model_dir) if r["run"] != line["run"]] + [line]
+    (model_dir / LEDGER).write_text(json.dumps({"runs": ledger, "totals": totals(ledger)},
+                                               indent=2) + "\n")
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m experiments.campaign", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    e = sub.add_parser("export", help="copy a run's best nets into the campaign model")
+    e.add_argument("run", type=Path, help="a run directory of experiments.selfplay")
+    e.add_argument("--to", type=Path, default=Path("models/campaign"))
+    e.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+                   help="where the run ran (its hours count as CPU-hours or GPU-minutes)")
+    s = sub.add_parser("status", help="the campaign's runs and totals")
+    s.add_argument("--model", type=Path, default=Path("models/campaign"))
+    args = p.parse_args(argv)
+
+    if args.command == "export":
+        if not (args.run / "metrics.jsonl").is_file():
+            print(f"error: {args.run} holds no self-play run (no metrics.jsonl); give the "
+                  "--out directory of python -m experiments.selfplay", file=sys.stderr)
+            return 2
+        from agz_jax import models
+
+        try:
+            line = export(args.run, args.to, args.device)
+        except models.ModelError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        print(f"exported {args.run} (iteration {line['checkpoint']}, {line['games']} games, "
+              f"{line['hours']:.2f} h on {line['device']}) to {args.to}")
+        return 0
+    ledger = read_ledger(args.model)
+    if not ledger:
+        print(f"error: {args.model / LEDGER} not found: no run exported yet "
+              "(python -m experiments.campaign export RUN)", file=sys.stderr)
+        return 2
+    for r in ledger:
+        print(f"{r['run']:>16}  {r['device']}  {r['iterations']:>4} iterations  "
+              f"{r['games']:>7} games  {r['hours']:6.2f} h  from {r['init_from']}")
+    t = totals(ledger)
+    print(f"total: {t['runs']} runs, {t['iterations']} iterations, {t['games']} games, "
+          f"{t['positions']} positions, {t['cpu_hours']:.2f} CPU-hours, "
+          f"{t['gpu_minutes']:.1f} GPU-minutes")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""The campaign's export: a run's best nets into a model directory, and its ledger."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from agz_jax import checkpoint, models, run
+from agz_jax.config import get_preset
+from experiments import campaign
+
+
+def tiny_run(run_dir, iterations):
+    config = get_preset("smoke").replace(**{
+        "game.size": 5, "net.filters": 4, "net.value_hidden": 4, "selfplay.num_games": 2,
+        "selfplay.continuous": True, "selfplay.steps": 8, "search.num_simulations": 2,
+        "gating.num_games": 2, "gating.num_simulations": 2, "eval.every": 0,
+        "train.batch_size": 4, "train.min_replay": 1, "train.steps_per_iteration": 1})
+    comps = run.build(config)
+    state = run.init_state(comps)
+    checkpoint.write_config(run_dir, config)
+    (run_dir / "init_from.txt").write_text("models/somewhere\n")
+    log = run.MetricsLog(run_dir, keep_through=0)
+    for it in range(1, iterations + 1):
+        state, metrics = run.run_iteration(comps, state)
+        log.write(it, metrics)
+        checkpoint.save(run_dir, it, state, {"iteration": it})
+    log.close()
+    return state
+
+
+def test_export_twice_replaces_the_runs_line_and_totals_add_up(tmp_path):
+    run_dir, model_dir = tmp_path / "runs" / "c1", tmp_path / "campaign"
+    tiny_run(run_dir, 1)
+    assert campaign.main(["export", str(run_dir), "--to", str(model_dir)]) == 0
+    state = tiny_run(run_dir, 2)  # the run went on (here: written again, 2 iterations)
+    assert campaign.main(["export", str(run_dir), "--to", str(model_dir),
+                          "--device", "gpu"]) == 0
+    ledger = json.loads((model_dir / campaign.LEDGER).read_text())
+    (line,) = ledger["runs"]
+    metrics = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    assert line["iterations"] == 2 and line["checkpoint"] == 2
+    assert line["games"] == sum(int(m["selfplay/games"]) for m in metrics)
+    assert line["positions"] == 2 * 2 * 8  # slots x steps x iterations
+    assert line["init_from"] == "models/somewhere" and line["device"] == "gpu"
+    assert ledger["totals"]["gpu_minutes"] > 0 and ledger["totals"]["cpu_hours"] == 0
+    model = models.load(model_dir)
+    for a, b in zip(*(jax_leaves(v) for v in (model.variables, state.best)), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def jax_leaves(tree):
+    import jax
+
+    return [np.asarray(x) for x in jax.tree.leaves(tree)]
+
+
+def test_export_and_status_errors(tmp_path, capsys):
+    assert campaign.main(["export", str(tmp_path / "nothing")]) == 2
+    assert "no metrics.jsonl" in capsys.readouterr().err
+    assert campaign.main(["status", "--model", str(tmp_path)]) == 2
+    assert "no run exported yet" in capsys.readouterr().err
