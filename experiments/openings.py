@@ -1,14 +1,17 @@
 """Make a balanced opening set (``agz_jax.openings``) by searching candidate openings.
 
-    python -m experiments.openings --model curriculum --sims 256 \
+    python -m experiments.openings --model curriculum --games 8 --sims 16 \
         --out src/agz_jax/data/balanced15.txt
 
 The candidates: black's first stone on the centre point, white's and black's
 next stones anywhere in the central ``--box`` x ``--box`` square, one opening
-per class under the board's 8 symmetries. Each is searched by the model
-(``--sims`` simulations of its own search config, no noise) and kept when the
-search's value for the side to move (white) lies within ``--max-value`` of 0,
-the closest to 0 first, at most ``--count`` of them. The file's header records
+per class under the board's 8 symmetries. Each is kept when black's score in
+the model's own self-play games from it (``--judge selfplay``: ``--games``
+games each, its search with ``--sims`` simulations and exploration noise) lies
+within ``--max-deviation`` of 0.5, the closest first, at most ``--count`` of
+them. (``--judge value`` uses the search's value for the side to move instead;
+under Winning Value Decay the values of early positions are all near 0, so it
+hardly separates the openings.) The file's header records
 the command, the model and every kept opening's value, so the set can be made
 again and its source is on record.
 """
@@ -67,14 +70,68 @@ def values(model_name: str, moves: np.ndarray, sims: int, seed: int) -> np.ndarr
     return np.asarray(value(model.variables, np.arange(len(moves)), jax.random.PRNGKey(seed)))
 
 
+def selfplay_scores(model_name: str, moves: np.ndarray, games: int, sims: int, seed: int,
+                    batch: int = 512) -> np.ndarray:
+    """float32[K]: black's score (wins + draws / 2) over ``games`` self-play games
+    of the model from each opening (its own search config with ``sims``
+    simulations and exploration noise, moves as in its self-play)."""
+    import jax
+    import jax.numpy as jnp
+
+    from agz_jax import models, openings
+    from agz_jax.gomoku import Rules
+    from agz_jax.run import make_networks
+    from agz_jax.selfplay import make_move
+
+    model = models.load(model_name)
+    config = model.config.replace(**{"search.num_simulations": sims})
+    rules = Rules(config.game.size, config.game.rule)
+    nets = make_networks(config)
+    move = make_move(config, rules, nets)
+    plies = rules.num_actions - moves.shape[1]
+
+    @jax.jit
+    def play(variables, index, key):
+        states = openings.start_states(rules, moves, index)
+
+        def body(states, key):
+            action, _ = jax.lax.cond(
+                jnp.any(~states.done), lambda s: move(variables, s, key),
+                lambda s: (jnp.zeros(batch, jnp.int32),
+                           jnp.zeros((batch, rules.num_actions), jnp.float32)), states)
+            return jax.vmap(rules.step)(states, action), None
+
+        final, _ = jax.lax.scan(body, states, jax.random.split(key, plies))
+        return jnp.where(final.winner == 0, 1.0, jnp.where(final.winner == 1, 0.0, 0.5))
+
+    index = np.repeat(np.arange(len(moves)), games)
+    batch = -(-len(index) // -(-len(index) // batch))  # equal batches of at most `batch`
+    pad = -len(index) % batch
+    index = np.concatenate([index, np.zeros(pad, index.dtype)])
+    key = jax.random.PRNGKey(seed)
+    scores = []
+    for i in range(0, len(index), batch):
+        scores.append(np.asarray(play(model.variables, index[i:i + batch],
+                                      jax.random.fold_in(key, i))))
+        print(f"  {i + batch}/{len(index)} games", file=sys.stderr, flush=True)
+    score = np.concatenate(scores)[:len(index) - pad]
+    return score.reshape(len(moves), games).mean(1)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.openings", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="curriculum", help="the judge (a model name or dir)")
-    p.add_argument("--sims", type=int, default=256, help="simulations per opening")
+    p.add_argument("--judge", choices=("selfplay", "value"), default="selfplay",
+                   help="selfplay: black's score in the model's self-play games from the "
+                        "opening; value: the model's search value for the side to move")
+    p.add_argument("--sims", type=int, default=16, help="simulations per move (selfplay) or "
+                   "per opening (value)")
+    p.add_argument("--games", type=int, default=8, help="selfplay: games per opening")
     p.add_argument("--box", type=int, default=7, help="side of the central square (odd)")
-    p.add_argument("--max-value", type=float, default=0.2,
-                   help="keep openings whose |value| for the side to move is at most this")
+    p.add_argument("--max-deviation", type=float, default=0.2,
+                   help="keep openings whose black score is within this of 0.5 (selfplay), "
+                        "or whose |value| is at most this (value)")
     p.add_argument("--count", type=int, default=128, help="keep at most this many")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, required=True)
@@ -82,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.box < 3 or args.box % 2 == 0:
         print(f"error: --box must be an odd number >= 3, got {args.box}", file=sys.stderr)
         return 2
+    for name in ("sims", "games", "count"):
+        if getattr(args, name) < 1:
+            print(f"error: --{name} must be >= 1, got {getattr(args, name)}", file=sys.stderr)
+            return 2
 
     from agz_jax import models, openings
 
@@ -91,22 +152,36 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --model: {e}", file=sys.stderr)
         return 2
     moves = candidates(size, args.box)
-    v = values(args.model, moves, args.sims, args.seed)
-    order = np.argsort(np.abs(v), kind="stable")
-    keep = [i for i in order if abs(v[i]) <= args.max_value][:args.count]
+    if args.judge == "selfplay":
+        score = selfplay_scores(args.model, moves, args.games, args.sims, args.seed)
+        deviation = np.abs(score - 0.5)
+        measure = (f"black's score in {args.games} self-play games of the model "
+                   f"{args.model!r} ({args.sims} simulations per move) from the opening")
+    else:
+        score = values(args.model, moves, args.sims, args.seed)
+        deviation = np.abs(score)
+        measure = (f"the search value for white ({args.sims} simulations of the model "
+                   f"{args.model!r})")
+    order = np.argsort(deviation, kind="stable")
+    keep = [i for i in order if deviation[i] <= args.max_deviation][:args.count]
+    if not keep:
+        print(f"error: no opening within --max-deviation {args.max_deviation}; the closest "
+              f"is {deviation.min():.3f} away", file=sys.stderr)
+        return 2
     command = "python -m experiments.openings " + " ".join(argv if argv is not None
                                                             else sys.argv[1:])
     header = (f"Balanced 3-stone openings for {size}x{size} freestyle (black, white, black;\n"
               f"white to move). Made by: {command}\n"
               f"Candidates: black on the centre, two stones in the central {args.box}x{args.box}"
               f" square, one per symmetry class ({len(moves)}).\n"
-              f"Kept: the {len(keep)} whose search value for white ({args.sims} simulations of "
-              f"the model {args.model!r}) is within {args.max_value} of 0, closest first.\n"
-              f"Values, in file order: " + " ".join(f"{v[i]:+.3f}" for i in keep))
+              f"Judged by {measure}.\n"
+              f"Kept: the {len(keep)} within {args.max_deviation} of balance, closest first; "
+              f"their mean {score[keep].mean():.3f} (all candidates: {score.mean():.3f}).\n"
+              f"Scores, in file order: " + " ".join(f"{score[i]:+.3f}" for i in keep))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(openings.format_set(moves[keep], size, header))
-    print(f"{len(keep)} of {len(moves)} candidate openings kept (|value| <= {args.max_value}); "
-          f"values {v[keep].min():+.3f}..{v[keep].max():+.3f}; wrote {args.out}")
+    print(f"{len(keep)} of {len(moves)} candidate openings kept; their mean "
+          f"{score[keep].mean():.3f}, all candidates' {score.mean():.3f}; wrote {args.out}")
     return 0
 
 
