@@ -3,6 +3,12 @@
     python -m experiments.bench                      # the paper's net, 64 games x 64 sims
     python -m experiments.bench --games 128 --sims 32
     python -m experiments.bench --quick --json       # small and fast (used by a test)
+    python -m experiments.bench --sections search,selfplay,bf16   # some sections only
+
+The bench runs in sections (``--sections``, default all, always in this order):
+search, train, baseline, strategies, forced, selfplay, bf16, devices, mentor.
+Each section's table lines go to stderr as soon as it finishes; the final table
+(or ``--json`` report) holds the sections that ran.
 
 For the paper's net (``PolicyValueNet`` defaults: 32 filters, 2 residual blocks)
 on a ``--size`` board, with a single net (num_nets=1) and Double Networks
@@ -34,7 +40,18 @@ on a ``--size`` board, with a single net (num_nets=1) and Double Networks
   today: both nets under ``jax.vmap`` over the stacked params then select; a
   per-position parameter gather (``vmap`` of ``apply_one``, ``in_axes=(0, 0)``);
   both nets one after the other (a Python loop over the two param sets) then
-  select; next to ``Networks.evaluate`` itself and a single net.
+  select; next to ``Networks.evaluate`` itself and a single net;
+* bfloat16 against float32 search inference (``search.dtype``), on
+  ``models/default``'s nets when ``--size`` is 15 (else untrained double nets):
+  net evaluations/s and self-play simulations/s in each dtype, and how far
+  bfloat16's policies and values are from float32's on the bench's positions.
+
+Sections: ``search`` (matmul, self-play and the net alone, single and double),
+``train``, ``baseline`` (its speed-up needs ``search`` too), ``strategies``,
+``forced`` (self-play with forced moves; their cost is relative to ``search``'s
+double nets, measured here if ``search`` did not run), ``selfplay`` (lockstep
+against continuous), ``bf16``, ``devices`` (nothing when ``--devices`` is
+empty), ``mentor``.
 
 Every timing is the best of a few runs (the machine may be shared). No
 persistent compilation cache is used, since compile time is reported.
@@ -44,6 +61,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -60,30 +78,58 @@ import numpy as np
 from agz_jax import baseline, replay
 from agz_jax.config import SearchConfig, SelfPlayConfig, TrainConfig
 from agz_jax.gomoku import Rules, State, played_at_from_last
-from agz_jax.networks import Networks, PolicyValueNet, flops_per_position
-from agz_jax.search import run_search, search_moves, select_move, temperature
+from agz_jax.networks import Networks, PolicyValueNet, cast_params, flops_per_position
+from agz_jax.search import mask_logits, run_search, search_moves, select_move, temperature
 from agz_jax.train import init_train_state, make_train_step
 
 GAMMA = 0.95
 MODES = {"single": 1, "double": 2}
 
-# Every number in the JSON's "results" (dotted paths); all are positive and finite.
-MODE_KEYS = (
-    "selfplay_compile_s", "selfplay_s", "sims_per_s", "moves_per_s",
-    "forward_ms", "forward_evals_per_s", "search_overhead",
-    "net_gflops", "net_vs_matmul",
-    "train_compile_s", "train_step_s", "train_steps_per_s",
-    "baseline_sims_per_s", "baseline_simulations", "speedup_vs_baseline",
-)
-RESULT_KEYS = (
-    *(f"{mode}.{k}" for mode in MODES for k in MODE_KEYS),
-    *(f"double_strategies.{k}_evals_per_s"
-      for k in ("evaluate", "vmap", "gather", "sequential", "single_net")),
-    "matmul.gflops",
-    *(f"selfplay.{k}" for k in ("lockstep_useful_sims_per_s", "lockstep_positions_per_s",
-                                "continuous_useful_sims_per_s", "continuous_positions_per_s",
-                                "speedup")),
-)
+SECTIONS = ("search", "train", "baseline", "strategies", "forced", "selfplay", "bf16",
+            "devices", "mentor")
+"""Every section, in the order they run."""
+
+# Every number of the JSON's "results" (dotted paths) that a section reports; all
+# are positive and finite. Devices' keys depend on --devices (``result_keys``).
+SEARCH_KEYS = ("selfplay_compile_s", "selfplay_s", "sims_per_s", "moves_per_s",
+               "forward_ms", "forward_evals_per_s", "search_overhead",
+               "net_gflops", "net_vs_matmul")
+TRAIN_KEYS = ("train_compile_s", "train_step_s", "train_steps_per_s")
+BASELINE_KEYS = ("baseline_sims_per_s", "baseline_simulations")
+FORCED = ("forced_moves", "answer_threats", "answer_four_threes", "threat_values")
+SECTION_KEYS = {
+    "search": (*(f"{mode}.{k}" for mode in MODES for k in SEARCH_KEYS), "matmul.gflops"),
+    "train": tuple(f"{mode}.{k}" for mode in MODES for k in TRAIN_KEYS),
+    "baseline": tuple(f"{mode}.{k}" for mode in MODES for k in BASELINE_KEYS),
+    "strategies": tuple(f"double_strategies.{k}_evals_per_s"
+                        for k in ("evaluate", "vmap", "gather", "sequential", "single_net")),
+    "forced": (*(f"{name}.{k}" for name in FORCED for k in ("sims_per_s", "cost")),
+               *(f"{name}.search_moves_ms" for name in FORCED[:3])),
+    "selfplay": tuple(f"selfplay.{k}" for k in (
+        "lockstep_useful_sims_per_s", "lockstep_positions_per_s",
+        "continuous_useful_sims_per_s", "continuous_positions_per_s", "speedup")),
+    "bf16": tuple(f"bf16.{k}" for k in (
+        "float32_evals_per_s", "bfloat16_evals_per_s", "evals_speedup",
+        "float32_sims_per_s", "bfloat16_sims_per_s", "sims_speedup",
+        "top1_agreement", "policy_tv_mean", "value_diff_max", "value_diff_mean")),
+    "devices": (),
+    "mentor": ("mentor.0.games_per_s", "mentor.0.moves_per_s", "mentor.1.games_per_s",
+               "mentor.1.chunked_games_per_s"),
+}
+SPEEDUP_KEYS = tuple(f"{mode}.speedup_vs_baseline" for mode in MODES)
+"""Reported when both ``search`` and ``baseline`` ran."""
+RESULT_KEYS = (*(k for keys in SECTION_KEYS.values() for k in keys), *SPEEDUP_KEYS)
+
+
+def result_keys(sections, devices=()) -> tuple[str, ...]:
+    """The keys of ``RESULT_KEYS`` that a run of ``sections`` reports (and the
+    devices section's, one per count of ``devices``)."""
+    keys = [k for name in sections for k in SECTION_KEYS[name]]
+    if "search" in sections and "baseline" in sections:
+        keys += SPEEDUP_KEYS
+    if "devices" in sections:
+        keys += [f"devices.{n}.sims_per_s" for n in devices]
+    return tuple(keys)
 
 
 _T0 = time.perf_counter()
@@ -264,14 +310,17 @@ def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
     obs = nets.observe(rules, states)
     play, compile_s = compile_timed(make_moves(rules, nets, cfg, args.moves), variables, key,
                                     states)
-    fwd, _ = compile_timed(repeated(nets.evaluate, reps), variables, obs, states.to_play)
-    jax.block_until_ready(fwd(variables, obs, states.to_play))
+    # The net alone as the search runs it: in cfg.dtype, its params cast once.
+    evaluate = functools.partial(nets.evaluate, dtype=cfg.dtype)
+    cast = cast_params(variables, cfg.dtype)
+    fwd, _ = compile_timed(repeated(evaluate, reps), cast, obs, states.to_play)
+    jax.block_until_ready(fwd(cast, obs, states.to_play))
     fwd_times, play_times = [], []
     for i in range(2 * repeats + 1):
         if i % 2:
             play_times.append(best_time(lambda: play(variables, key, states), 1))
         else:
-            fwd_times.append(best_time(lambda: fwd(variables, obs, states.to_play), 1) / reps)
+            fwd_times.append(best_time(lambda: fwd(cast, obs, states.to_play), 1) / reps)
     seconds, forward = min(play_times), min(fwd_times)
     final = play(variables, key, states)
     moves = int(jnp.sum(final.num_moves - states.num_moves))
@@ -368,6 +417,83 @@ def selfplay_lines(r: dict) -> list[str]:
         f"{r['continuous_positions_per_s']:>8,.1f} positions/s; {r['continuous_games']} games "
         f"finished, {r['continuous_positions_in_replay']} positions in the replay; "
         f"{r['speedup']:.2f}x lockstep's positions/s",
+        "",
+    ]
+
+
+def bench_bf16(rules: Rules, states: State, mixed: State, args, repeats: int, reps: int
+               ) -> dict:
+    """bfloat16 against float32 search inference (``search.dtype``), double nets:
+    ``models/default``'s when ``--size`` is 15, else untrained ones.
+
+    Speed: ``bench_search`` in each dtype (self-play moves from ``states`` and
+    the net alone, PUCT, ``--sims``), compile excluded. Agreement
+    (``dtype_agreement``) on ``states`` and ``mixed`` together, so that both
+    nets answer.
+    """
+    from agz_jax import models
+
+    if args.size == 15:
+        model = models.load("default")
+        nets, variables, source = model.nets, model.variables, "models/default's nets"
+    else:
+        nets = Networks(PolicyValueNet(board_size=args.size), num_nets=2)
+        variables = jax.jit(nets.init)(jax.random.PRNGKey(args.seed))
+        source = "untrained double nets"
+    out: dict = {"source": source}
+    for dtype in ("float32", "bfloat16"):
+        log(f"bf16: self-play and the net alone in {dtype} ({source})")
+        r = bench_search(rules, nets, variables, states, args, repeats, reps, dtype=dtype)
+        out.update({f"{dtype}_evals_per_s": r["forward_evals_per_s"],
+                    f"{dtype}_sims_per_s": r["sims_per_s"],
+                    f"{dtype}_compile_s": r["selfplay_compile_s"]})
+    out["evals_speedup"] = out["bfloat16_evals_per_s"] / out["float32_evals_per_s"]
+    out["sims_speedup"] = out["bfloat16_sims_per_s"] / out["float32_sims_per_s"]
+    both = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), states, mixed)
+    out.update(dtype_agreement(rules, nets, variables, both, "bfloat16"))
+    return out
+
+
+def dtype_agreement(rules: Rules, nets: Networks, variables, states: State, dtype: str
+                    ) -> dict:
+    """How far the nets in ``dtype`` are from float32 on positions ``states [B]``:
+    the fraction whose policy argmax agrees, the mean and max total-variation
+    distance 1/2 sum |p - q| of the policies (softmax of the logits masked to the
+    legal moves, as the search's priors), the max and mean |value difference|."""
+    obs = nets.observe(rules, states)
+    legal = jax.vmap(rules.legal_mask)(states)
+
+    @jax.jit
+    def policies(variables):
+        out = []
+        for d in ("float32", dtype):
+            logits, value = nets.evaluate(variables, obs, states.to_play, dtype=d)
+            out.append((jax.nn.softmax(mask_logits(logits, legal)), value))
+        return out
+
+    (p, v), (q, w) = jax.device_get(policies(variables))
+    tv, dv = 0.5 * np.abs(p - q).sum(-1), np.abs(v - w)
+    return {"positions": len(v),
+            "top1_agreement": float(np.mean(np.argmax(p, -1) == np.argmax(q, -1))),
+            "policy_tv_mean": float(tv.mean()), "policy_tv_max": float(tv.max()),
+            "value_diff_max": float(dv.max()), "value_diff_mean": float(dv.mean())}
+
+
+def bf16_lines(r: dict) -> list[str]:
+    if not r:
+        return []
+    return [
+        f"bfloat16 against float32 search inference (search.dtype; {r['source']}; "
+        "PUCT self-play from the bench's positions, and the net alone):",
+        *(f"  {d + ':':10}{r[f'{d}_evals_per_s']:>10,.0f} net evaluations/s, "
+          f"{r[f'{d}_sims_per_s']:>10,.0f} simulations/s "
+          f"(self-play compile {r[f'{d}_compile_s']:.1f} s)" for d in ("float32", "bfloat16")),
+        f"  bfloat16 / float32: {r['evals_speedup']:.2f}x evaluations/s, "
+        f"{r['sims_speedup']:.2f}x simulations/s",
+        f"  agreement on {r['positions']} positions (both colours to move): policy argmax "
+        f"{r['top1_agreement']:.1%}, total variation mean {r['policy_tv_mean']:.4f} "
+        f"(max {r['policy_tv_max']:.4f}), |value difference| max {r['value_diff_max']:.4f}, "
+        f"mean {r['value_diff_mean']:.4f}",
         "",
     ]
 
@@ -554,7 +680,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="forced host device counts for sharded self-play ('1,4'; "
                    "'' skips it; --quick: '')")
     p.add_argument("--devices-worker", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--sections", default=",".join(SECTIONS),
+                   help=f"comma-separated sections to run, in the order {','.join(SECTIONS)} "
+                   "whatever the order given (default: all)")
     args = p.parse_args(argv)
+    chosen = [name.strip() for name in args.sections.split(",") if name.strip()]
+    unknown = [name for name in chosen if name not in SECTIONS]
+    if unknown or not chosen:
+        p.error(f"--sections must name some of {', '.join(SECTIONS)}, got {args.sections!r}")
+    args.sections = [name for name in SECTIONS if name in chosen]
     full = dict(games=64, sims=64, size=15, moves=4, train_batch=512, train_steps=3,
                 baseline_seconds=14.0, matmul=2048, mentor_games=16, selfplay_games=64,
                 selfplay_sims=16)
@@ -579,97 +713,168 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return args
 
 
-def run(args: argparse.Namespace, command: str) -> dict:
-    jax.config.update("jax_enable_compilation_cache", False)
-    start = time.perf_counter()
-    load_start = os.getloadavg()[0]
-    rules = Rules(args.size)
-    module = PolicyValueNet(board_size=args.size)
-    stones = max(2, (args.size * args.size) // 10) // 2 * 2  # even: black to move
-    positions = midgame_positions(args.size, args.games, stones, args.seed)
-    states = to_state(positions)
-    mixed = to_state(midgame_positions(args.size, args.games, stones, args.seed + 1, mixed=True))
-    single = Networks(module, num_nets=1)
-    mixed_obs = single.observe(rules, mixed)
-    flops = flops_per_position(args.size, module.filters, module.blocks, single.obs_channels,
-                               module.value_hidden)
-    repeats = 2  # timed runs of each (plus one more of the net alone)
-    reps = max(4, min(64, 1024 // args.games))  # evaluations per timed forward call
+class Bench:
+    """What the sections share: the inputs (built once), the nets of each mode
+    (made on first use) and the results so far."""
 
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.rules = Rules(args.size)
+        self.module = PolicyValueNet(board_size=args.size)
+        self.stones = max(2, (args.size * args.size) // 10) // 2 * 2  # even: black to move
+        self.positions = midgame_positions(args.size, args.games, self.stones, args.seed)
+        self.states = to_state(self.positions)
+        self.mixed = to_state(midgame_positions(args.size, args.games, self.stones,
+                                                args.seed + 1, mixed=True))
+        self.flops = flops_per_position(args.size, self.module.filters, self.module.blocks,
+                                        3, self.module.value_hidden)
+        self.repeats = 2  # timed runs of each (plus one more of the net alone)
+        self.reps = max(4, min(64, 1024 // args.games))  # evaluations per timed forward call
+        self.results: dict = {}
+        self._nets: dict = {}
+
+    def nets(self, mode: str):
+        """(Networks, variables) of ``mode`` ('single' or 'double'), untrained."""
+        if mode not in self._nets:
+            nets = Networks(self.module, num_nets=MODES[mode])
+            self._nets[mode] = nets, jax.jit(nets.init)(jax.random.PRNGKey(self.args.seed))
+        return self._nets[mode]
+
+    def config(self) -> dict:
+        a = self.args
+        return {"size": a.size, "filters": self.module.filters, "blocks": self.module.blocks,
+                "games": a.games, "sims": a.sims, "moves": a.moves,
+                "midgame_stones": self.stones, "c_puct": SearchConfig().c_puct,
+                "gamma": GAMMA, "train_batch": a.train_batch,
+                "flops_per_position": self.flops, "forward_reps": self.reps}
+
+
+def section_search(b: Bench) -> None:
+    args = b.args
     log(f"matmul {args.matmul}x{args.matmul}")
     mm = matmul_gflops(args.matmul, 5)
-    results: dict = {"matmul": {"n": args.matmul, "gflops": mm}}
-
-    for mode, num_nets in MODES.items():
-        nets = Networks(module, num_nets=num_nets)
-        variables = jax.jit(nets.init)(jax.random.PRNGKey(args.seed))
+    b.results["matmul"] = {"n": args.matmul, "gflops": mm}
+    for mode in MODES:
+        nets, variables = b.nets(mode)
         log(f"{mode}: self-play {args.moves} moves x {args.games} games x {args.sims} sims, "
             "and the net alone")
-        r = bench_search(rules, nets, variables, states, args, repeats, reps)
+        r = bench_search(b.rules, nets, variables, b.states, args, b.repeats, b.reps)
         # Useful work: one net per position, whatever the evaluation strategy runs.
-        r["net_gflops"] = flops * r["forward_evals_per_s"] / 1e9
+        r["net_gflops"] = b.flops * r["forward_evals_per_s"] / 1e9
         r["net_vs_matmul"] = r["net_gflops"] / mm
-        log(f"{mode}: train step, {args.train_batch} positions per net")
-        r.update(bench_train(nets, args))
-        log(f"{mode}: NumPy baseline, ~{args.baseline_seconds:g} s")
-        r.update(bench_baseline(nets, variables, positions, args, args.baseline_seconds))
-        r["speedup_vs_baseline"] = r["sims_per_s"] / r["baseline_sims_per_s"]
-        results[mode] = r
+        b.results.setdefault(mode, {}).update(r)
 
-        if num_nets == 2:
-            log("double: evaluation strategies on a mixed-colour batch")
-            single = Networks(module, num_nets=1)
-            one = jax.tree.map(lambda v: v[:1], variables)
-            t = lambda f, v: args.games / time_evaluate(f, v, mixed_obs, mixed.to_play, reps,
-                                                        repeats + 1)
-            results["double_strategies"] = {
-                "evaluate_evals_per_s": t(nets.evaluate, variables),
-                "vmap_evals_per_s": t(vmap_evaluate(nets), variables),
-                "gather_evals_per_s": t(gather_evaluate(nets), variables),
-                "sequential_evals_per_s": t(sequential_evaluate(nets), variables),
-                "single_net_evals_per_s": t(single.evaluate, one),
-            }
 
-    log("double: self-play with search.forced_moves")
+def section_train(b: Bench) -> None:
+    for mode in MODES:
+        log(f"{mode}: train step, {b.args.train_batch} positions per net")
+        b.results.setdefault(mode, {}).update(bench_train(b.nets(mode)[0], b.args))
+
+
+def section_baseline(b: Bench) -> None:
+    for mode in MODES:
+        nets, variables = b.nets(mode)
+        log(f"{mode}: NumPy baseline, ~{b.args.baseline_seconds:g} s")
+        r = bench_baseline(nets, variables, b.positions, b.args, b.args.baseline_seconds)
+        if "sims_per_s" in b.results.get(mode, {}):  # the search section ran
+            r["speedup_vs_baseline"] = b.results[mode]["sims_per_s"] / r["baseline_sims_per_s"]
+        b.results.setdefault(mode, {}).update(r)
+
+
+def section_strategies(b: Bench) -> None:
+    log("double: evaluation strategies on a mixed-colour batch")
+    nets, variables = b.nets("double")
+    single = Networks(b.module, num_nets=1)
+    one = jax.tree.map(lambda v: v[:1], variables)
+    obs = single.observe(b.rules, b.mixed)
+    t = lambda f, v: b.args.games / time_evaluate(f, v, obs, b.mixed.to_play, b.reps,
+                                                  b.repeats + 1)
+    b.results["double_strategies"] = {
+        "evaluate_evals_per_s": t(nets.evaluate, variables),
+        "vmap_evals_per_s": t(vmap_evaluate(nets), variables),
+        "gather_evals_per_s": t(gather_evaluate(nets), variables),
+        "sequential_evals_per_s": t(sequential_evaluate(nets), variables),
+        "single_net_evals_per_s": t(single.evaluate, one),
+    }
+
+
+def section_forced(b: Bench) -> None:
+    nets, variables = b.nets("double")
+    search = lambda **options: bench_search(b.rules, nets, variables, b.states, b.args,
+                                            b.repeats, b.reps, **options)
+    reference = b.results.get("double", {}).get("sims_per_s")
+    if reference is None:
+        log("double: plain self-play (what the forced moves' cost is relative to)")
+        reference = search()["sims_per_s"]
     answers = {"forced_moves": True, "answer_threats": True}
     for name, options in (("forced_moves", {"forced_moves": True}),
                           ("answer_threats", answers),
                           ("answer_four_threes", {**answers, "answer_four_threes": True}),
                           ("threat_values", {**answers, "answer_four_threes": True,
                                              "threat_values": True})):
-        if name != "forced_moves":
-            log(f"double: self-play with search.{name} too")
-        forced = bench_search(rules, nets, variables, states, args, repeats, reps, **options)
-        results[name] = {
+        log(f"double: self-play with search.{name}" + (" too" if name != "forced_moves" else ""))
+        forced = search(**options)
+        b.results[name] = {
             "sims_per_s": forced["sims_per_s"], "selfplay_compile_s": forced["selfplay_compile_s"],
-            "cost": results["double"]["sims_per_s"] / forced["sims_per_s"],
+            "cost": reference / forced["sims_per_s"],
             "search_moves_ms": 1e3 * time_search_moves(
-                rules, states, repeats, reps,
+                b.rules, b.states, b.repeats, b.reps,
                 **{k: v for k, v in options.items() if k != "threat_values"})}
 
-    log(f"self-play: lockstep against continuous, {args.selfplay_games} games x "
-        f"{args.selfplay_sims} sims")
-    results["selfplay"] = bench_selfplay(args)
-    log("\n".join(selfplay_lines(results["selfplay"])))
-    if args.devices:
-        results["devices"] = bench_devices(args)
-    levels = (0, 1) if args.quick else (0, 1, 2, 3)
-    results["mentor"] = bench_mentor(rules, args.mentor_games, levels, args.seed)
 
+def section_selfplay(b: Bench) -> None:
+    log(f"self-play: lockstep against continuous, {b.args.selfplay_games} games x "
+        f"{b.args.selfplay_sims} sims")
+    b.results["selfplay"] = bench_selfplay(b.args)
+
+
+def section_bf16(b: Bench) -> None:
+    b.results["bf16"] = bench_bf16(b.rules, b.states, b.mixed, b.args, b.repeats, b.reps)
+
+
+def section_devices(b: Bench) -> None:
+    if b.args.devices:
+        b.results["devices"] = bench_devices(b.args)
+    else:
+        log("devices: skipped (--devices is empty)")
+
+
+def section_mentor(b: Bench) -> None:
+    levels = (0, 1) if b.args.quick else (0, 1, 2, 3)
+    b.results["mentor"] = bench_mentor(b.rules, b.args.mentor_games, levels, b.args.seed)
+
+
+SECTION_FNS = {"search": section_search, "train": section_train,
+               "baseline": section_baseline, "strategies": section_strategies,
+               "forced": section_forced, "selfplay": section_selfplay, "bf16": section_bf16,
+               "devices": section_devices, "mentor": section_mentor}
+assert tuple(SECTION_FNS) == SECTIONS
+
+
+def run(args: argparse.Namespace, command: str) -> dict:
+    """Run the sections ``args.sections`` in order, logging each one's table
+    lines as it finishes; the report of them all."""
+    jax.config.update("jax_enable_compilation_cache", False)
+    start = time.perf_counter()
+    load_start = os.getloadavg()[0]
+    b = Bench(args)
+    config = b.config()
+    for name in args.sections:
+        t0 = time.perf_counter()
+        SECTION_FNS[name](b)
+        lines = section_lines(name, b.results, config)
+        log("\n".join([f"section {name} done in {time.perf_counter() - t0:.0f} s", *lines]))
     return {
         "command": command,
+        "sections": list(args.sections),
         "backend": jax.default_backend(),
         "device_count": jax.device_count(),
         "devices": str(jax.devices()),
         "jax_version": jax.__version__,
         "cpu_count": os.cpu_count(),
         "load_avg_1min": {"start": load_start, "end": os.getloadavg()[0]},
-        "config": {"size": args.size, "filters": module.filters, "blocks": module.blocks,
-                   "games": args.games, "sims": args.sims, "moves": args.moves,
-                   "midgame_stones": stones, "c_puct": SearchConfig().c_puct, "gamma": GAMMA,
-                   "train_batch": args.train_batch, "flops_per_position": flops,
-                   "forward_reps": reps},
-        "results": results,
+        "config": config,
+        "results": b.results,
         "total_s": time.perf_counter() - start,
     }
 
@@ -680,9 +885,107 @@ def lookup(d: dict, dotted: str):
     return d
 
 
+MODE_SECTIONS = ("search", "train", "baseline")
+"""The sections reported in the single-net / double-nets columns."""
+
+
+def mode_lines(res: dict, c: dict, sections) -> list[str]:
+    """The single-net / double-nets table: the rows of ``sections`` that ran."""
+    s, d = res.get("single", {}), res.get("double", {})
+    mm = res.get("matmul", {}).get("gflops", float("nan"))
+    rows = [
+        ("search", "self-play simulations/s", "sims_per_s", "{:,.0f}"),
+        ("search", "self-play moves/s", "moves_per_s", "{:,.1f}"),
+        ("search", "self-play move fn compile (s)", "selfplay_compile_s", "{:.1f}"),
+        ("search", f"net evaluations/s (evaluate, B={c['games']})", "forward_evals_per_s",
+         "{:,.0f}"),
+        ("search", "net time per batched evaluation (ms)", "forward_ms", "{:.2f}"),
+        ("search", "search overhead (target <= 1.3)", "search_overhead", "{:.2f}x"),
+        ("search", "  search time beyond the net / sim (ms)", "search_extra_ms_per_sim",
+         "{:.2f}"),
+        ("search", "net GFLOP/s (one net per position)", "net_gflops", "{:.1f}"),
+        ("search", f"  / matmul's {mm:.0f} GFLOP/s", "net_vs_matmul", "{:.0%}"),
+        ("train", f"train steps/s ({c['train_batch']} per net)", "train_steps_per_s", "{:.2f}"),
+        ("train", "train step compile (s)", "train_compile_s", "{:.1f}"),
+        ("baseline", "NumPy baseline simulations/s", "baseline_sims_per_s", "{:,.0f}"),
+        ("baseline", "speed-up vs baseline (target >= 2)", "speedup_vs_baseline", "{:.1f}x"),
+    ]
+    rows = [r for r in rows if r[0] in sections and r[2] in s and r[2] in d]
+    if not rows:
+        return []
+    lines = [f"{'':38}{'single net':>12}{'double nets':>13}"]
+    lines += [f"{label:38}{fmt.format(s[key]):>12}{fmt.format(d[key]):>13}"
+              for _, label, key, fmt in rows]
+    return [*lines, ""]
+
+
+def search_notes(res: dict) -> list[str]:
+    return [f"matmul {res['matmul']['n']}x{res['matmul']['n']} float32 (jitted jnp.dot): "
+            f"{res['matmul']['gflops']:.1f} GFLOP/s",
+            "search overhead = (time per move) / ((sims + 1) x time of one batched "
+            "evaluation).", ""]
+
+
+def baseline_notes(res: dict, c: dict) -> list[str]:
+    s, d = res["single"], res["double"]
+    return [f"NumPy baseline runs: single {s['baseline_moves']} moves of {s['baseline_games']} "
+            f"games in {s['baseline_s']:.1f} s, double {d['baseline_moves']} moves of "
+            f"{d['baseline_games']} games in {d['baseline_s']:.1f} s "
+            f"({c['sims']} sims per move, one leaf and one batch-1 net call at a time)", ""]
+
+
+def strategies_lines(st: dict, c: dict) -> list[str]:
+    return [
+        f"Double Networks evaluation strategies, mixed-colour batch of {c['games']} "
+        "(evaluations/s):",
+        *(f"  {label:56}{st[key]:>10,.0f}" for label, key in (
+            ("Networks.evaluate (as in the repo now)", "evaluate_evals_per_s"),
+            ("both nets under vmap over stacked params, select", "vmap_evals_per_s"),
+            ("per-position param gather (vmap, in_axes=(0, 0))", "gather_evals_per_s"),
+            ("both nets one after the other, select", "sequential_evals_per_s"),
+            ("single net (reference: one net, no selection)", "single_net_evals_per_s"))),
+        "",
+    ]
+
+
+def forced_lines(res: dict, c: dict) -> list[str]:
+    f, t, ft, tv = (res[name] for name in FORCED)
+    return [
+        f"Self-play with search.forced_moves (double nets): {f['sims_per_s']:,.0f} "
+        f"simulations/s, {f['cost']:.2f}x the time of plain search per simulation "
+        f"(the forced moves of every node are found on the board: fives, blocks, "
+        f"open and double fours; search_moves alone {f['search_moves_ms']:.2f} ms per "
+        f"batch of {c['games']}).",
+        f"With search.answer_threats as well: {t['sims_per_s']:,.0f} simulations/s, "
+        f"{t['cost']:.2f}x (the answers to the opponent's open-four points are checked "
+        f"at every node; search_moves alone {t['search_moves_ms']:.2f} ms per batch).",
+        f"With search.answer_four_threes as well: {ft['sims_per_s']:,.0f} simulations/s, "
+        f"{ft['cost']:.2f}x (the opponent's four-three points and their answers too; "
+        f"search_moves alone {ft['search_moves_ms']:.2f} ms per batch).",
+        f"With search.threat_values as well: {tv['sims_per_s']:,.0f} simulations/s, "
+        f"{tv['cost']:.2f}x (every expanded node's stones are read for a forced win: "
+        "five, open or double four, four-three, four then one of those).",
+        "",
+    ]
+
+
+def section_lines(name: str, res: dict, c: dict) -> list[str]:
+    """The table lines of section ``name`` (the single/double columns of its own
+    rows, for the search, train and baseline sections)."""
+    if name in MODE_SECTIONS:
+        notes = {"search": lambda: search_notes(res),
+                 "baseline": lambda: baseline_notes(res, c)}.get(name, list)
+        return [*mode_lines(res, c, (name,)), *notes()]
+    return {"strategies": lambda: strategies_lines(res["double_strategies"], c),
+            "forced": lambda: forced_lines(res, c),
+            "selfplay": lambda: selfplay_lines(res.get("selfplay", {})),
+            "bf16": lambda: bf16_lines(res.get("bf16", {})),
+            "devices": lambda: devices_lines(res.get("devices", {}), c),
+            "mentor": lambda: mentor_lines(res.get("mentor", {}))}[name]()
+
+
 def table(report: dict) -> str:
-    c, res = report["config"], report["results"]
-    s, d, st = res["single"], res["double"], res["double_strategies"]
+    c, res, sections = report["config"], report["results"], report["sections"]
     lines = [
         f"command: {report['command']}",
         f"jax {report['jax_version']}, backend {report['backend']}, "
@@ -693,73 +996,19 @@ def table(report: dict) -> str:
         f"({c['flops_per_position'] / 1e6:.2f} MFLOP/position); {c['games']} games x "
         f"{c['sims']} sims, {c['moves']} moves timed from {c['midgame_stones']}-stone "
         f"positions; c_puct {c['c_puct']}, gamma {c['gamma']}",
+        f"sections: {', '.join(sections)}",
         "",
-        f"{'':38}{'single net':>12}{'double nets':>13}",
+        *mode_lines(res, c, sections),
     ]
-
-    def row(label, key, fmt):
-        lines.append(f"{label:38}{fmt.format(s[key]):>12}{fmt.format(d[key]):>13}")
-
-    row("self-play simulations/s", "sims_per_s", "{:,.0f}")
-    row("self-play moves/s", "moves_per_s", "{:,.1f}")
-    row("self-play move fn compile (s)", "selfplay_compile_s", "{:.1f}")
-    row(f"net evaluations/s (evaluate, B={c['games']})", "forward_evals_per_s", "{:,.0f}")
-    row("net time per batched evaluation (ms)", "forward_ms", "{:.2f}")
-    row("search overhead (target <= 1.3)", "search_overhead", "{:.2f}x")
-    row("  search time beyond the net / sim (ms)", "search_extra_ms_per_sim", "{:.2f}")
-    row("net GFLOP/s (one net per position)", "net_gflops", "{:.1f}")
-    row(f"  / matmul's {res['matmul']['gflops']:.0f} GFLOP/s", "net_vs_matmul", "{:.0%}")
-    row(f"train steps/s ({c['train_batch']} per net)", "train_steps_per_s", "{:.2f}")
-    row("train step compile (s)", "train_compile_s", "{:.1f}")
-    row("NumPy baseline simulations/s", "baseline_sims_per_s", "{:,.0f}")
-    row("speed-up vs baseline (target >= 2)", "speedup_vs_baseline", "{:.1f}x")
-    lines += [
-        "",
-        f"matmul {res['matmul']['n']}x{res['matmul']['n']} float32 (jitted jnp.dot): "
-        f"{res['matmul']['gflops']:.1f} GFLOP/s",
-        f"NumPy baseline runs: single {s['baseline_moves']} moves of {s['baseline_games']} "
-        f"games in {s['baseline_s']:.1f} s, double {d['baseline_moves']} moves of "
-        f"{d['baseline_games']} games in {d['baseline_s']:.1f} s "
-        f"({c['sims']} sims per move, one leaf and one batch-1 net call at a time)",
-        "",
-        f"Double Networks evaluation strategies, mixed-colour batch of {c['games']} "
-        "(evaluations/s):",
-        *(f"  {label:56}{st[key]:>10,.0f}" for label, key in (
-            ("Networks.evaluate (as in the repo now)", "evaluate_evals_per_s"),
-            ("both nets under vmap over stacked params, select", "vmap_evals_per_s"),
-            ("per-position param gather (vmap, in_axes=(0, 0))", "gather_evals_per_s"),
-            ("both nets one after the other, select", "sequential_evals_per_s"),
-            ("single net (reference: one net, no selection)", "single_net_evals_per_s"))),
-        "",
-        f"Self-play with search.forced_moves (double nets): "
-        f"{res['forced_moves']['sims_per_s']:,.0f} simulations/s, "
-        f"{res['forced_moves']['cost']:.2f}x the time of plain search per simulation "
-        f"(the forced moves of every node are found on the board: fives, blocks, "
-        f"open and double fours; search_moves alone "
-        f"{res['forced_moves']['search_moves_ms']:.2f} ms per batch of {c['games']}).",
-        f"With search.answer_threats as well: "
-        f"{res['answer_threats']['sims_per_s']:,.0f} simulations/s, "
-        f"{res['answer_threats']['cost']:.2f}x (the answers to the opponent's open-four "
-        f"points are checked at every node; search_moves alone "
-        f"{res['answer_threats']['search_moves_ms']:.2f} ms per batch).",
-        f"With search.answer_four_threes as well: "
-        f"{res['answer_four_threes']['sims_per_s']:,.0f} simulations/s, "
-        f"{res['answer_four_threes']['cost']:.2f}x (the opponent's four-three points "
-        f"and their answers too; search_moves alone "
-        f"{res['answer_four_threes']['search_moves_ms']:.2f} ms per batch).",
-        f"With search.threat_values as well: "
-        f"{res['threat_values']['sims_per_s']:,.0f} simulations/s, "
-        f"{res['threat_values']['cost']:.2f}x (every expanded node's stones are read "
-        f"for a forced win: five, open or double four, four-three, four then one of "
-        f"those).",
-        "",
-        "search overhead = (time per move) / ((sims + 1) x time of one batched evaluation).",
-        "Timings are the best of a few runs, compile excluded; the machine may be shared.",
-        *selfplay_lines(res.get("selfplay", {})),
-        *devices_lines(res.get("devices", {}), c),
-        *mentor_lines(res.get("mentor", {})),
-        f"total bench time {report['total_s']:.0f} s",
-    ]
+    if "search" in sections:
+        lines += search_notes(res)
+    if "baseline" in sections:
+        lines += baseline_notes(res, c)
+    for name in sections:
+        if name not in MODE_SECTIONS:
+            lines += section_lines(name, res, c)
+    lines += ["Timings are the best of a few runs, compile excluded; the machine may be "
+              "shared.", f"total bench time {report['total_s']:.0f} s"]
     return "\n".join(lines)
 
 
@@ -796,7 +1045,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command = shlex.join(["python", "-m", "experiments.bench", *argv])
     report = run(args, command)
-    for key in RESULT_KEYS:
+    for key in result_keys(args.sections, args.devices):
         v = lookup(report["results"], key)
         if not (math.isfinite(v) and v > 0):
             log(f"warning: {key} = {v}")

@@ -27,53 +27,111 @@ from agz_jax.config import SearchConfig
 from agz_jax.gomoku import Rules, State, played_at_from_last
 from agz_jax.networks import Networks, PolicyValueNet
 from agz_jax.search import run_search
+from experiments import bench
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZE = 7
 GAMMA = 0.95
 
-MODE_KEYS = (
-    "selfplay_compile_s", "selfplay_s", "sims_per_s", "moves_per_s",
-    "forward_ms", "forward_evals_per_s", "search_overhead", "net_gflops", "net_vs_matmul",
-    "train_compile_s", "train_step_s", "train_steps_per_s",
-    "baseline_sims_per_s", "baseline_simulations", "speedup_vs_baseline",
-)
-RESULT_KEYS = (
-    *(f"{mode}.{k}" for mode in ("single", "double") for k in MODE_KEYS),
-    *(f"double_strategies.{k}_evals_per_s"
-      for k in ("evaluate", "vmap", "gather", "sequential", "single_net")),
-    "matmul.gflops",
-    "mentor.0.games_per_s", "mentor.0.moves_per_s", "mentor.1.games_per_s",
-    "mentor.1.chunked_games_per_s",
-    "forced_moves.sims_per_s", "forced_moves.cost", "forced_moves.search_moves_ms",
-    "answer_threats.sims_per_s", "answer_threats.cost", "answer_threats.search_moves_ms",
-    "answer_four_threes.sims_per_s", "answer_four_threes.cost",
-    "answer_four_threes.search_moves_ms",
-    "threat_values.sims_per_s", "threat_values.cost",
-    "selfplay.lockstep_useful_sims_per_s", "selfplay.continuous_useful_sims_per_s",
-    "selfplay.lockstep_positions_per_s", "selfplay.continuous_positions_per_s",
-    "selfplay.speedup",
-)
+SEARCH_KEYS = ("selfplay_compile_s", "selfplay_s", "sims_per_s", "moves_per_s", "forward_ms",
+               "forward_evals_per_s", "search_overhead", "net_gflops", "net_vs_matmul")
+# What each section of the bench reports (written out here, not imported, so that
+# a key the bench drops fails this test).
+SECTION_KEYS = {
+    "search": (*(f"{mode}.{k}" for mode in ("single", "double") for k in SEARCH_KEYS),
+               "matmul.gflops"),
+    "train": tuple(f"{mode}.{k}" for mode in ("single", "double")
+                   for k in ("train_compile_s", "train_step_s", "train_steps_per_s")),
+    "baseline": tuple(f"{mode}.{k}" for mode in ("single", "double")
+                      for k in ("baseline_sims_per_s", "baseline_simulations",
+                                "speedup_vs_baseline")),
+    "strategies": tuple(f"double_strategies.{k}_evals_per_s"
+                        for k in ("evaluate", "vmap", "gather", "sequential", "single_net")),
+    "forced": ("forced_moves.sims_per_s", "forced_moves.cost", "forced_moves.search_moves_ms",
+               "answer_threats.sims_per_s", "answer_threats.cost",
+               "answer_threats.search_moves_ms",
+               "answer_four_threes.sims_per_s", "answer_four_threes.cost",
+               "answer_four_threes.search_moves_ms",
+               "threat_values.sims_per_s", "threat_values.cost"),
+    "selfplay": ("selfplay.lockstep_useful_sims_per_s", "selfplay.continuous_useful_sims_per_s",
+                 "selfplay.lockstep_positions_per_s", "selfplay.continuous_positions_per_s",
+                 "selfplay.speedup"),
+    "bf16": ("bf16.float32_evals_per_s", "bf16.bfloat16_evals_per_s", "bf16.evals_speedup",
+             "bf16.float32_sims_per_s", "bf16.bfloat16_sims_per_s", "bf16.sims_speedup",
+             "bf16.top1_agreement", "bf16.policy_tv_mean", "bf16.value_diff_max",
+             "bf16.value_diff_mean"),
+    "mentor": ("mentor.0.games_per_s", "mentor.0.moves_per_s", "mentor.1.games_per_s",
+               "mentor.1.chunked_games_per_s"),
+}
+RESULT_KEYS = tuple(k for keys in SECTION_KEYS.values() for k in keys)
+# The top-level "results" entries each section writes.
+SECTION_ENTRIES = {
+    "search": {"single", "double", "matmul"}, "train": {"single", "double"},
+    "baseline": {"single", "double"}, "strategies": {"double_strategies"},
+    "forced": {"forced_moves", "answer_threats", "answer_four_threes", "threat_values"},
+    "selfplay": {"selfplay"}, "bf16": {"bf16"}, "mentor": {"mentor"},
+}
 
 
-def test_bench_quick_json():
+def quick_bench(*flags: str) -> tuple[dict, str]:
+    """(report, stderr) of ``python -m experiments.bench --quick --json *flags``."""
     # The report's shape, not its speed: a lower XLA optimisation level halves
     # the compile times that dominate this small run.
     env = dict(os.environ)
     env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
-    proc = subprocess.run([sys.executable, "-m", "experiments.bench", "--quick", "--json"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run([sys.executable, "-m", "experiments.bench", "--quick", "--json",
+                           *flags], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)
-    assert report["command"] == "python -m experiments.bench --quick --json"
     assert report["backend"] and report["jax_version"] == jax.__version__
     assert report["device_count"] >= 1
     assert report["config"]["size"] == 9 and report["config"]["games"] == 8
-    for key in RESULT_KEYS:
+    return report, proc.stderr
+
+
+def check_keys(report: dict, keys) -> None:
+    for key in keys:
         value = report["results"]
         for part in key.split("."):
             value = value[part]
         assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, key
+
+
+def test_bench_quick_json():
+    report, stderr = quick_bench()
+    assert report["command"] == "python -m experiments.bench --quick --json"
+    assert report["sections"] == list(bench.SECTIONS)
+    check_keys(report, RESULT_KEYS)
+    # bfloat16's nets stay close to float32's (untrained nets here).
+    bf16 = report["results"]["bf16"]
+    assert bf16["top1_agreement"] >= 0.9 and bf16["value_diff_max"] < 0.05
+    # Each section was logged as it finished, in order (devices: skipped by --quick).
+    done = [line.split("] section ")[1].split()[0] for line in stderr.splitlines()
+            if "] section " in line]
+    assert done == list(bench.SECTIONS)
+    assert "devices" not in report["results"]
+
+
+def test_bench_sections_selfplay_only():
+    report, stderr = quick_bench("--sections", "selfplay")
+    assert report["sections"] == ["selfplay"]
+    assert set(report["results"]) == SECTION_ENTRIES["selfplay"]
+    check_keys(report, SECTION_KEYS["selfplay"])
+    assert "lockstep:" in stderr and "useful simulations/s" in stderr  # logged when done
+
+
+def test_bench_sections_are_checked_and_ordered():
+    assert bench.parse(["--sections", "bf16, search"]).sections == ["search", "bf16"]
+    assert bench.parse([]).sections == list(bench.SECTIONS)
+    for bad in ("nope", "search,nope", ","):
+        with pytest.raises(SystemExit):
+            bench.parse(["--sections", bad])
+    assert set(bench.RESULT_KEYS) >= set(RESULT_KEYS)
+    assert set(bench.result_keys(["selfplay"])) == set(SECTION_KEYS["selfplay"])
+    assert set(bench.result_keys(["search", "baseline"])) == set(
+        SECTION_KEYS["search"] + SECTION_KEYS["baseline"])
+    assert not any("speedup_vs_baseline" in k for k in bench.result_keys(["baseline"]))
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
-from agz_jax.config import ConfigError, get_preset
+from agz_jax.config import Config, ConfigError, SearchConfig, get_preset
+
+ROOT = Path(__file__).resolve().parents[1]
 
 BASE = get_preset("smoke")
 
@@ -33,3 +38,19 @@ def test_nets_of_another_architecture_or_features_do_not_fit(field, value):
 def test_nets_fit_whatever_the_training_settings():
     BASE.check_nets_fit(BASE.replace(**{"search.num_simulations": 3, "train.learning_rate": 0.5,
                                         "seed": 9, "iterations": 1}), "m")
+
+
+def test_search_dtype_is_validated_and_old_model_configs_load():
+    assert SearchConfig().dtype == "float32"
+    assert BASE.replace(**{"search.dtype": "bfloat16"}).search.dtype == "bfloat16"
+    for bad in ("float16", "bf16", "", None, 16):
+        with pytest.raises(ConfigError, match="search.dtype must be one of"):
+            BASE.replace(**{"search.dtype": bad})
+    # Model configs written before the field existed load with the default.
+    paths = sorted((ROOT / "models").glob("*/config.json"))
+    assert paths
+    for path in paths:
+        d = json.loads(path.read_text())
+        assert Config.from_dict(d).search.dtype == d["search"].get("dtype", "float32")
+        d["search"].pop("dtype", None)
+        assert Config.from_dict(d).search.dtype == "float32"

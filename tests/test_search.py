@@ -1258,3 +1258,42 @@ def test_gumbel_policy_matches_mctx(searches, gumbel_policies):
     assert_same_tree(got.search_tree, want.search_tree)
     np.testing.assert_array_equal(got.action, want.action)
     np.testing.assert_array_equal(got.action_weights, want.action_weights)
+
+
+# --------------------------------------------------------------------------
+# 8. bfloat16 inference (search.dtype).
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_bfloat16_search_runs_with_float32_outputs(algorithm):
+    """Double Networks computing in bfloat16 (``search.dtype``), under jit and
+    vmap (over two sets of nets): the search's outputs and tree are float32 and
+    finite, only legal moves are weighted, the one-move wins are still found,
+    and the nets did compute in bfloat16 (the tree's values differ from a
+    float32 search's)."""
+    cfg = dataclasses.replace(search_config(algorithm), num_simulations=64)
+    positions = (MID_BLACK, MID_WHITE, WIN_BLACK, WIN_WHITE)
+    states = stack([state_of(p) for p in positions])
+
+    @jax.jit
+    def run(variables, key):
+        outs = {}
+        for dtype in ("float32", "bfloat16"):
+            c = dataclasses.replace(cfg, dtype=dtype)
+            outs[dtype] = jax.vmap(lambda v, c=c: search.run_search(
+                c, RULES, NETS, GAMMA, v, key, states))(variables)
+        return outs
+
+    variables = jax.tree.map(lambda *xs: jnp.stack(xs), random_variables(5), random_variables(6))
+    outs = to_numpy(run(variables, jax.random.key(3)))
+    f32, bf16 = outs["float32"], outs["bfloat16"]
+    for x in [*jax.tree.leaves(bf16.search_tree), bf16.action_weights]:
+        if np.issubdtype(x.dtype, np.floating):
+            assert x.dtype == np.float32 and np.isfinite(x).all()
+    legal = np.asarray(jax.vmap(RULES.legal_mask)(states))  # [B, A]
+    weights = bf16.action_weights  # [2 nets, B, A]
+    np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=1e-5)
+    assert (weights[:, ~legal] == 0).all()
+    assert legal[np.arange(len(positions)), bf16.action].all()
+    assert set(bf16.action[:, 2]) <= WIN_BLACK_MOVES and set(bf16.action[:, 3]) <= WIN_WHITE_MOVES
+    assert not np.array_equal(bf16.search_tree.node_values, f32.search_tree.node_values)

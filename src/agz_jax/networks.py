@@ -46,6 +46,13 @@ per-position parameter gather were 2-3x slower than two plain passes.
 ``Networks`` also carries the input encoding (``features``, see
 ``agz_jax.features``): a net is searched and played with the features it was
 trained on.
+
+Mixed precision (issue 22): ``Networks.evaluate(..., dtype=jnp.bfloat16)`` runs
+the convolutions and dense layers in bfloat16 (``cast_params``: the ``params``
+and the observations cast, BatchNorm's running statistics kept in float32, as
+flax's own ``force_float32_reductions`` does), and returns float32 logits and
+values. It is inference only, for the search (``SearchConfig.dtype``);
+training stays float32.
 """
 
 from __future__ import annotations
@@ -252,28 +259,49 @@ class Networks:
                                          mutable=["batch_stats"])
         return out, updates["batch_stats"]
 
-    def evaluate(self, variables: Variables, obs: jax.Array, to_play: jax.Array):
+    def evaluate(self, variables: Variables, obs: jax.Array, to_play: jax.Array,
+                 dtype: Any = jnp.float32):
         """Inference with running BN statistics, each position by its own net.
 
         Args:
           variables: stacked ``[num_nets, ...]``.
           obs: float32[B, H, W, C].
           to_play: int32[B], colour to move of each position.
+          dtype: what the layers compute in: float32, or bfloat16 (``cast_params``
+            of ``variables``, a no-op on params already cast, and the
+            observations cast; the outputs are cast back).
         Returns:
           logits float32[B, A], value float32[B].
         """
+        if jnp.dtype(dtype) != jnp.float32:
+            variables, obs = cast_params(variables, dtype), obs.astype(dtype)
         outs = [self.apply_one(unstack(variables, n), obs, to_play)
                 for n in range(self.num_nets)]
         if self.num_nets == 1:
-            return outs[0]
-        white = (to_play == 1)
-        logits = jnp.where(white[:, None], outs[1][0], outs[0][0])
-        value = jnp.where(white, outs[1][1], outs[0][1])
-        return logits, value
+            logits, value = outs[0]
+        else:
+            white = (to_play == 1)
+            logits = jnp.where(white[:, None], outs[1][0], outs[0][0])
+            value = jnp.where(white, outs[1][1], outs[0][1])
+        return logits.astype(jnp.float32), value.astype(jnp.float32)
 
     def num_params(self, variables: Variables) -> int:
         """Trainable parameters of one net."""
         return sum(x[0].size for x in jax.tree.leaves(variables["params"]))
+
+
+def cast_params(variables: Variables, dtype: Any) -> Variables:
+    """``variables`` with the floating leaves of ``params`` cast to ``dtype``.
+
+    The layers compute in the dtype of their inputs and kernels (flax's
+    ``dtype=None`` promotion), so bfloat16 params and observations give
+    bfloat16 convolutions and matmuls. ``batch_stats`` stay float32: BatchNorm
+    then normalises in float32 (a few elementwise ops per activation) and
+    rounds its output to bfloat16. Casting params that already have ``dtype``
+    emits nothing, so a search casts once, outside its loop.
+    """
+    cast = lambda x: x.astype(dtype) if jnp.issubdtype(x.dtype, jnp.floating) else x
+    return {**variables, "params": jax.tree.map(cast, variables["params"])}
 
 
 def unstack(variables: Variables, n: int) -> Variables:

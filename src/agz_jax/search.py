@@ -49,7 +49,7 @@ from mctx._src import seq_halving as mctx_seq_halving
 
 from agz_jax.config import SearchConfig, SelfPlayConfig
 from agz_jax.gomoku import Rules, State, line_window_table, reach_table, stone, with_off_board
-from agz_jax.networks import Networks
+from agz_jax.networks import Networks, cast_params
 
 Evaluate = Callable[[object, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
 
@@ -336,11 +336,15 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
 
 
 def make_root_fn(rules: Rules, nets: Networks, forced: bool = False,
-                 answer_threats: bool = False, answer_four_threes: bool = False):
+                 answer_threats: bool = False, answer_four_threes: bool = False,
+                 dtype: str = "float32"):
+    """mctx's ``root_fn``: evaluate the roots with the nets, computing in
+    ``dtype`` (``SearchConfig.dtype``; logits and values come back float32),
+    and mask their priors to ``search_moves``."""
     def root_fn(variables, states: State, legal: jax.Array | None = None) -> mctx.RootFnOutput:
         """``legal``: the roots' ``search_moves`` when the caller has them."""
         obs = nets.observe(rules, states)
-        logits, value = nets.evaluate(variables, obs, states.to_play)
+        logits, value = nets.evaluate(variables, obs, states.to_play, dtype=dtype)
         if legal is None:
             legal = search_moves(rules, states, forced, answer_threats, answer_four_threes)
         return mctx.RootFnOutput(
@@ -352,17 +356,17 @@ def make_root_fn(rules: Rules, nets: Networks, forced: bool = False,
 
 def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float, forced: bool = False,
                       answer_threats: bool = False, answer_four_threes: bool = False,
-                      threat_values: bool = False):
+                      threat_values: bool = False, dtype: str = "float32"):
     """mctx's ``recurrent_fn``: play ``action``, evaluate the child with the
-    nets, restrict its moves (``search_moves``). With ``threat_values``
-    (``SearchConfig.threat_values``) a child whose side to move has a win read
-    from the stones (``threat_value``) takes that win's value instead of the
-    net's."""
+    nets (computing in ``dtype``, as ``make_root_fn``), restrict its moves
+    (``search_moves``). With ``threat_values`` (``SearchConfig.threat_values``)
+    a child whose side to move has a win read from the stones
+    (``threat_value``) takes that win's value instead of the net's."""
     def recurrent_fn(variables, key, action, states: State):
         del key
         children = jax.vmap(rules.step)(states, action)
         obs = nets.observe(rules, children)
-        logits, value = nets.evaluate(variables, obs, children.to_play)
+        logits, value = nets.evaluate(variables, obs, children.to_play, dtype=dtype)
         if threat_values:
             known, read = jax.vmap(lambda b, p: threat_value(rules, b, stone(p), gamma))(
                 children.board, children.to_play)
@@ -632,14 +636,19 @@ def run_search(
     Returns mctx's ``PolicyOutput``: ``action_weights`` float32[B, A] is the
     training target (visit distribution for PUCT, the improved policy for
     Gumbel) and ``search_tree`` the tree. ``explore`` adds root Dirichlet noise
-    (PUCT) or Gumbel noise (Gumbel), as in self-play.
+    (PUCT) or Gumbel noise (Gumbel), as in self-play. The nets compute in
+    ``cfg.dtype``; the tree and the outputs are float32 either way.
     """
     n_sims = cfg.num_simulations if num_simulations is None else num_simulations
     forced = (cfg.forced_moves, cfg.answer_threats, cfg.answer_four_threes)
+    if cfg.dtype != "float32":
+        # Cast once here: the recurrent function's own cast is then a no-op
+        # inside the simulation loop.
+        variables = cast_params(variables, cfg.dtype)
     legal = search_moves(rules, states, *forced)
-    root = make_root_fn(rules, nets, *forced)(variables, states, legal)
+    root = make_root_fn(rules, nets, *forced, dtype=cfg.dtype)(variables, states, legal)
     recurrent_fn = make_recurrent_fn(rules, nets, gamma, *forced,
-                                     threat_values=cfg.threat_values)
+                                     threat_values=cfg.threat_values, dtype=cfg.dtype)
     # Finished roots search anyway (their result is ignored) with every action
     # "valid" so that nothing divides by zero.
     invalid = ~legal & jnp.any(legal, axis=-1, keepdims=True)
