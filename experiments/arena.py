@@ -11,11 +11,17 @@ A player SPEC is one of:
     policy:MODEL        the model's net, the raw policy's argmax, no search
     mcts:MODEL:SIMS     the model's net with SIMS simulations of its own search
                         config, no root noise, the most visited move
+    mcts:MODEL:SIMS:plain   the same with the hand-written search rules off
+                        (search.forced_moves, answer_threats, answer_four_threes,
+                        threat_values): the nets and plain search alone
 
 MODEL is a model name (``default`` = models/default in this repository), a
 model directory, a run directory written by ``python -m experiments.selfplay``
 (its best net) or one written by ``python -m experiments.curriculum``. Player A
-is black in the first half of the games and white in the second; the first
+is black in the first half of the games and white in the second. With
+``--openings SET`` (a shipped opening set such as ``balanced15``, or a file;
+``agz_jax.openings``) every game starts from an opening of the set, each drawn
+opening played once with each colour; then (or from the empty board) the first
 ``--opening-plies`` moves are random central moves, so that deterministic
 players still play distinct games.
 """
@@ -23,6 +29,7 @@ players still play distinct games.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable
@@ -41,6 +48,7 @@ class Spec(NamedTuple):
     sims: int | None = None
     level: int | None = None  # mentor
     config: Config | None = None  # the run's config (checkpoint players)
+    plain: bool = False  # mcts: the hand-written search rules switched off
 
 
 def parse_spec(text: str, flag: str) -> Spec:
@@ -68,6 +76,9 @@ def parse_spec(text: str, flag: str) -> Spec:
             raise ConfigError(f"{flag} {text!r}: policy needs a model, policy:MODEL")
         return Spec(text, "policy", Path(rest))
     if kind == "mcts":
+        plain = rest.endswith(":plain")
+        if plain:
+            rest = rest[:-len(":plain")]
         run_dir, sep2, sims = rest.rpartition(":")
         if not sep2 or not run_dir:
             raise ConfigError(f"{flag} {text!r}: mcts needs a model and a number of "
@@ -78,7 +89,7 @@ def parse_spec(text: str, flag: str) -> Spec:
             raise ConfigError(f"{flag} {text!r}: SIMS must be an integer, got {sims!r}") from None
         if n < 1:
             raise ConfigError(f"{flag} {text!r}: SIMS must be at least 1, got {n}")
-        return Spec(text, "mcts", Path(run_dir), n)
+        return Spec(text, "mcts", Path(run_dir), n, plain=plain)
     raise ConfigError(f"{flag} {text!r}: unknown player kind {kind!r}; {usage}")
 
 
@@ -108,8 +119,11 @@ def add_match_args(parser: argparse.ArgumentParser, games: int | None = None) ->
                         help="games per match (even, >= 2)"
                              + ("" if games is None else f"; default {games}"))
     parser.add_argument("--seed", type=int, default=0, help="match seed (default 0)")
+    parser.add_argument("--openings", default=None, metavar="SET",
+                        help="start every game from an opening of SET (a shipped set, e.g. "
+                             "balanced15, or a file), each drawn opening with both colours")
     parser.add_argument("--opening-plies", type=int, default=2,
-                        help="random central opening moves (default 2)")
+                        help="random central moves after the opening (default 2)")
     parser.add_argument("--size", type=int, default=None,
                         help="board size when no player has a checkpoint (default 15); "
                              "otherwise the checkpoint's")
@@ -182,6 +196,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Spec, Spec, int, str]:
     a = load_spec(parse_spec(args.a, "--a"), "--a")
     b = load_spec(parse_spec(args.b, "--b"), "--b")
     size, rule = board_of([("--a", a), ("--b", b)], args)
+    args.opening_set = opening_set(args, size)
     return args, a, b, size, rule
 
 
@@ -209,13 +224,29 @@ def make_player(spec: Spec, rules) -> Loaded:
     if spec.kind == "policy":
         return Loaded(lambda variables: arena.policy_player(rules, model.nets, variables),
                       model.variables, model.step)
-    return Loaded(lambda variables: arena.mcts_player(rules, model.nets, config.search,
+    search = config.search
+    if spec.plain:
+        search = dataclasses.replace(search, forced_moves=False, answer_threats=False,
+                                     answer_four_threes=False, threat_values=False)
+    return Loaded(lambda variables: arena.mcts_player(rules, model.nets, search,
                                                       config.decay.gamma, variables, spec.sims),
                   model.variables, model.step)
 
 
+def opening_set(args: argparse.Namespace, size: int):
+    """``--openings``'s set for this board, or None (ConfigError naming the flag)."""
+    if args.openings is None:
+        return None
+    from agz_jax import openings
+
+    try:
+        return openings.load(args.openings, size)
+    except openings.OpeningsError as e:
+        raise ConfigError(f"--openings: {e}") from None
+
+
 def play(rules, a: Loaded, b: Loaded, seed: int, games: int, opening_plies: int,
-         chunk: int):
+         chunk: int, openings=None):
     """Play one match of A against B (colours by halves), the running score on
     stderr after every chunk; (arena.MatchResult of numpy arrays, wall seconds)."""
     import time
@@ -233,11 +264,12 @@ def play(rules, a: Loaded, b: Loaded, seed: int, games: int, opening_plies: int,
 
         result = arena.play_match_compact(
             rules, lambda v: (a.make(v[0]), b.make(v[1])), (a.variables, b.variables), key,
-            games, opening_plies, chunk=chunk, on_chunk=progress)
+            games, opening_plies, chunk=chunk, on_chunk=progress, openings=openings)
     else:
         @jax.jit
         def match(key, va, vb):
-            return arena.play_match(rules, a.make(va), b.make(vb), key, games, opening_plies)
+            return arena.play_match(rules, a.make(va), b.make(vb), key, games, opening_plies,
+                                    openings=openings)
 
         result = jax.device_get(match(key, a.variables, b.variables))
     return result, time.perf_counter() - t0
@@ -303,10 +335,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     plies = args.opening_plies
-    result, wall = play(rules, player_a, player_b, args.seed, args.games, plies, args.chunk)
+    result, wall = play(rules, player_a, player_b, args.seed, args.games, plies, args.chunk,
+                        args.opening_set)
     s = arena.score(result)
     stats = {"a": spec_a.text, "b": spec_b.text, "seed": args.seed, "size": size, "rule": rule,
-             "opening_plies": plies, **s._asdict(),
+             "openings": args.openings, "opening_plies": plies, **s._asdict(),
              "mean_length": float(np.mean(result.length)), "seconds": wall}
     stats["elo"] += 0.0  # no "-0" for an even score
     if args.out is not None:

@@ -249,6 +249,7 @@ def play_ladder(args: argparse.Namespace, lines: list[dict]) -> int:
              + [("--candidate", parse_player(t, "--candidate")) for t in args.candidate])
     size, rule = arena_cli.board_of(specs, args)
     check_board(lines, args.ledger, size, rule)
+    openings = arena_cli.opening_set(args, size)
 
     from agz_jax import arena
     from agz_jax.engine import enable_compilation_cache
@@ -268,12 +269,12 @@ def play_ladder(args: argparse.Namespace, lines: list[dict]) -> int:
         a, b = players[p.a], players[p.b]
         print(f"[{i}/{len(todo)}] {p.a} vs {p.b}, seed {p.seed}", flush=True)
         result, wall = arena_cli.play(rules, a.loaded, b.loaded, p.seed, args.games,
-                                      args.opening_plies, args.chunk)
+                                      args.opening_plies, args.chunk, openings)
         s = arena.score(result)
         line = {"a": p.a, "b": p.b, "wins": s.wins, "draws": s.draws, "losses": s.losses,
                 "games": s.games, "seed": p.seed, "ladder_seed": args.seed,
                 "sims": [a.sims, b.sims], "size": size, "rule": rule,
-                "opening_plies": args.opening_plies,
+                "openings": args.openings, "opening_plies": args.opening_plies,
                 "date": datetime.now(UTC).isoformat(timespec="seconds"),
                 "seconds": round(wall, 1)}
         progress = {q.name: q.progress for q in (a, b) if q.progress is not None}

@@ -172,3 +172,28 @@ def test_chunked_and_single_scan_matches_agree(ckpt, capsys):
     drop = ("seconds",)
     assert {k: v for k, v in chunked.items() if k not in drop} == {
         k: v for k, v in scan.items() if k not in drop}
+
+
+def test_opening_set_and_plain_search(ckpt, capsys, tmp_path):
+    sets = tmp_path / "open.txt"
+    sets.write_text("2,2 2,3\n0,0 4,4\n")
+    out = tmp_path / "games"
+    s = run_json(capsys, "--a", f"mcts:{ckpt}:4:plain", "--b", "random", "--games", "4",
+                 "--openings", str(sets), "--opening-plies", "0", "--out", str(out))
+    assert s["openings"] == str(sets)
+    starts = []
+    for p in sorted(out.glob("*.psq")):
+        rec = records.read_psq(p)
+        assert bool(records.to_states(rec).done)  # the whole game, opening included
+        starts.append(rec.moves[:2])
+    assert starts[0] == starts[2] and starts[1] == starts[3]  # each opening, both colours
+    assert {tuple(m) for m in starts} <= {(12, 13), (0, 24)}  # row * 5 + col
+
+    spec = cli.parse_spec(f"mcts:{ckpt}:8:plain", "--a")
+    assert spec.plain and spec.sims == 8 and spec.run_dir == ckpt
+    assert not cli.parse_spec(f"mcts:{ckpt}:8", "--a").plain
+    bad = tmp_path / "bad.txt"
+    bad.write_text("2,2 9,9\n")
+    assert cli.main(["--a", "random", "--b", "random", "--games", "2", "--size", "5",
+                     "--openings", str(bad)]) == 2
+    assert "--openings" in capsys.readouterr().err

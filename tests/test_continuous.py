@@ -207,7 +207,10 @@ def test_opening_sets_round_trip_and_set_up_states():
         for field in ("board", "to_play", "last_action", "num_moves", "played_at"):
             np.testing.assert_array_equal(getattr(states, field)[b], getattr(ref, field))
     # A match plays each opening drawn once with each colour.
-    paired = openings.paired_states(rules, moves, jax.random.PRNGKey(0), 4)
+    paired, index = openings.paired_states(rules, moves, jax.random.PRNGKey(0), 4)
+    np.testing.assert_array_equal(index[:2], index[2:])
+    np.testing.assert_array_equal(paired.board, [rules.from_moves(moves[i].tolist()).board
+                                                 for i in np.asarray(index)])
     np.testing.assert_array_equal(paired.board[:2], paired.board[2:])
     assert len({tuple(np.asarray(b)) for b in paired.board[:2]}) == 2  # without replacement
 
@@ -217,22 +220,24 @@ def test_matches_and_lockstep_selfplay_start_from_the_openings(tmp_path):
 
     rules = Rules(SIZE)
     moves = np.array([[12, 13], [0, 24], [6, 18]], np.int32)
-    result = jax.jit(lambda k: arena.play_match(
-        rules, arena.random_player(rules), arena.random_player(rules), k, 6,
-        openings=moves))(jax.random.PRNGKey(5))
-    played = np.asarray(result.moves)
-    assert played.shape == (T - 2, 6)
-    starts = set()
-    for g in range(6):
-        game = [int(a) for a in played[:, g] if a >= 0]
-        opening = [o for o in moves.tolist()
-                   if rules.from_moves(o + game).num_moves == len(o) + len(game)]
-        assert opening, "every game starts from an opening of the set"
-        state = rules.from_moves(opening[0] + game)
-        assert int(state.winner) == int(result.winner[g])
-        assert int(result.length[g]) == 2 + len(game)
-        starts.add((g % 3, tuple(opening[0])))
-    assert len(starts) == 3  # game g and game g + 3 share their opening, colours swapped
+    players = (arena.random_player(rules), arena.random_player(rules))
+    key = jax.random.PRNGKey(5)
+    result = jax.jit(lambda k: arena.play_match(rules, *players, k, 6, openings=moves))(key)
+    compact = arena.play_match_compact(rules, lambda v: players, None, key, 6, chunk=4,
+                                       openings=moves)
+    for r in (result, compact):
+        played = np.asarray(r.moves)
+        assert played.shape == (T, 6)
+        for g in range(6):
+            game = [int(a) for a in played[:, g] if a >= 0]
+            assert game[:2] in moves.tolist(), "every game starts from an opening of the set"
+            assert game[:2] == [int(a) for a in played[:2, (g + 3) % 6]]  # swapped colours
+            state = rules.from_moves(game)
+            assert not bool(state.illegal) and bool(state.done)
+            assert int(state.winner) == int(r.winner[g]) and int(r.length[g]) == len(game)
+        assert len({tuple(played[:2, g]) for g in range(3)}) == 3  # 3 distinct openings
+    # The same per-ply keys: the compact match plays the one-scan match's games.
+    np.testing.assert_array_equal(np.asarray(compact.moves), np.asarray(result.moves))
 
     f = tmp_path / "o.txt"
     f.write_text(openings.format_set(moves, SIZE))

@@ -132,6 +132,18 @@ def _ply(rules: Rules, act_a: Player, act_b: Player, opening_plies: int, start_p
     return body
 
 
+def _start(rules: Rules, openings: np.ndarray | None, key: jax.Array, num_games: int):
+    """A match's first states [G], their openings' moves int32[M, G] and M. The
+    openings are drawn with ``split(key)[1]`` (``key`` itself, its first half,
+    goes on to the plies), so a match without openings keeps its keys."""
+    if openings is None:
+        states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
+        return states, jnp.zeros((0, num_games), jnp.int32), 0
+    states, index = opening_sets.paired_states(rules, openings, jax.random.split(key)[1],
+                                               num_games)
+    return states, jnp.asarray(openings)[index].T, int(openings.shape[1])
+
+
 def play_match(rules: Rules, act_a: Player, act_b: Player, key: jax.Array, num_games: int,
                opening_plies: int = 0, openings: np.ndarray | None = None) -> MatchResult:
     """Play ``num_games`` games of A against B, colours alternated by halves.
@@ -143,33 +155,31 @@ def play_match(rules: Rules, act_a: Player, act_b: Player, key: jax.Array, num_g
     deterministic players still play distinct games). One ``lax.scan`` over the
     board's empty points (jittable): every ply costs a full batch until the
     last game ends; ``play_match_compact`` drops finished games instead.
-    ``length`` counts the opening's stones too; ``moves`` only the players'.
+    ``moves`` int32[A, G] (A = board points) holds each game from the empty
+    board: the opening's stones, then the players' moves, then -1.
     """
     if num_games % 2:
         raise ValueError(f"num_games must be even, got {num_games}")
     half = num_games // 2
-    start_ply = 0
-    if openings is None:
-        states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
-    else:
-        key, k_open = jax.random.split(key)
-        states = opening_sets.paired_states(rules, openings, k_open, num_games)
-        start_ply = int(openings.shape[1])
+    states, opened, start_ply = _start(rules, openings, key, num_games)
+    if openings is not None:
+        key = jax.random.split(key)[0]
     body = _ply(rules, act_a, act_b, opening_plies, start_ply)
     plies = rules.num_actions - start_ply
     final, moves = jax.lax.scan(body, states, (jnp.arange(plies), jax.random.split(key, plies)))
+    moves = jnp.concatenate([opened, moves])
     a_black = jnp.arange(num_games) < half
     return MatchResult(final.winner, a_black, final.num_moves, moves)
 
 
 @functools.lru_cache(maxsize=64)
-def _chunk_fn(rules: Rules, players, opening_plies: int, chunk: int):
+def _chunk_fn(rules: Rules, players, opening_plies: int, chunk: int, start_ply: int = 0):
     """The jitted chunk of plies (compiled once per batch size); cached, so that
     matches with the same ``players`` function reuse its compilations."""
 
     @jax.jit
     def run_chunk(variables, states, t0, ks):
-        body = _ply(rules, *players(variables), opening_plies)
+        body = _ply(rules, *players(variables), opening_plies, start_ply)
         return jax.lax.scan(body, states, (t0 + jnp.arange(chunk), ks))
 
     return run_chunk
@@ -190,7 +200,7 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
                        variables, key: jax.Array, num_games: int, opening_plies: int = 0,
                        chunk: int = 8,
                        on_chunk: Callable[[int, MatchResult, np.ndarray], None] | None = None,
-                       ) -> MatchResult:
+                       openings: np.ndarray | None = None) -> MatchResult:
     """``play_match`` for long matches: the same plies, run ``chunk`` at a time,
     and finished games dropped between chunks.
 
@@ -222,7 +232,10 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
     if chunk < 1:
         raise ValueError(f"chunk must be >= 1, got {chunk}")
     half = num_games // 2
-    total = rules.num_actions
+    states, opened, start_ply = _start(rules, openings, key, num_games)
+    if openings is not None:
+        key = jax.random.split(key)[0]
+    total = rules.num_actions - start_ply
     n_chunks = -(-total // chunk)
     # play_match's per-ply keys; the plies past the board's points (every game
     # is over by then) get keys of their own.
@@ -230,9 +243,8 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
     extra = n_chunks * chunk - total
     if extra:
         keys = jnp.concatenate([keys, jax.random.split(jax.random.fold_in(key, total), extra)])
-    run_chunk = _chunk_fn(rules, players, opening_plies, chunk)
-
-    states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
+    run_chunk = _chunk_fn(rules, players, opening_plies, chunk, start_ply)
+    opened = np.asarray(opened)
     slots = np.arange(num_games)  # the game in each slot; -1: padding
     winner = np.full(num_games, -1, np.int32)
     length = np.zeros(num_games, np.int32)
@@ -259,8 +271,8 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
         done = record(states, slots)
         if on_chunk is not None:
             on_chunk(min(t0 + chunk, total),
-                     MatchResult(winner.copy(), a_black, length.copy(), moves[:total].copy()),
-                     finished.copy())
+                     MatchResult(winner.copy(), a_black, length.copy(),
+                                 np.concatenate([opened, moves[:total]])), finished.copy())
         size = len(slots) // 2
         live = [np.flatnonzero(~done[h * size:(h + 1) * size] & real[h * size:(h + 1) * size])
                 + h * size for h in (0, 1)]
@@ -279,7 +291,7 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
                                     for idx, pad in picked])
         states = _take(states, index)
         slots = new_slots
-    return MatchResult(winner, a_black, length, moves[:total])
+    return MatchResult(winner, a_black, length, np.concatenate([opened, moves[:total]]))
 
 
 class Score(NamedTuple):

@@ -120,12 +120,14 @@ def sample_states(rules: Rules, openings: np.ndarray | None, key: jax.Array,
 
 
 def paired_states(rules: Rules, openings: np.ndarray | None, key: jax.Array,
-                  num_games: int) -> State:
+                  num_games: int) -> tuple[State, jax.Array]:
     """States [num_games] for a match whose first half has A as black and second half
-    A as white (``arena.play_match``): both halves get the same openings, so every
-    opening is played once with each colour."""
+    A as white (``arena.play_match``), and each game's opening int32[num_games]:
+    both halves get the same openings, so every opening is played once with each
+    colour."""
     half = num_games // 2
     count = 1 if openings is None else openings.shape[0]
     # Without replacement while the set lasts: distinct openings, each twice.
     index = jax.random.permutation(key, count)[jnp.arange(half) % count]
-    return start_states(rules, openings, jnp.concatenate([index, index]))
+    index = jnp.concatenate([index, index])
+    return start_states(rules, openings, index), index
