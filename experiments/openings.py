@@ -71,14 +71,20 @@ def values(model_name: str, moves: np.ndarray, sims: int, seed: int) -> np.ndarr
 
 
 def selfplay_scores(model_name: str, moves: np.ndarray, games: int, sims: int, seed: int,
-                    batch: int = 512) -> np.ndarray:
-    """float32[K]: black's score (wins + draws / 2) over ``games`` self-play games
-    of the model from each opening (its own search config with ``sims``
-    simulations and exploration noise, moves as in its self-play)."""
-    import jax
-    import jax.numpy as jnp
+                    chunk: int = 8) -> np.ndarray:
+    """float32[K]: black's score (wins + draws / 2) over ``games`` (even) self-play
+    games of the model from each opening: its own search config with ``sims``
+    simulations and exploration noise, moves as in its self-play.
 
-    from agz_jax import models, openings
+    The games are one match of the model against itself in chunks
+    (``arena.play_match_compact``: finished games leave the batch, so a long
+    game does not keep the whole batch searching), over an opening "set" that
+    holds each candidate ``games / 2`` times: a match plays every entry of its
+    set once in each half.
+    """
+    import jax
+
+    from agz_jax import arena, models
     from agz_jax.gomoku import Rules
     from agz_jax.run import make_networks
     from agz_jax.selfplay import make_move
@@ -88,34 +94,27 @@ def selfplay_scores(model_name: str, moves: np.ndarray, games: int, sims: int, s
     rules = Rules(config.game.size, config.game.rule)
     nets = make_networks(config)
     move = make_move(config, rules, nets)
-    plies = rules.num_actions - moves.shape[1]
 
-    @jax.jit
-    def play(variables, index, key):
-        states = openings.start_states(rules, moves, index)
+    def players(variables):
+        act = lambda key, states: move(variables, states, key)[0]  # noqa: E731
+        return act, act
 
-        def body(states, key):
-            action, _ = jax.lax.cond(
-                jnp.any(~states.done), lambda s: move(variables, s, key),
-                lambda s: (jnp.zeros(batch, jnp.int32),
-                           jnp.zeros((batch, rules.num_actions), jnp.float32)), states)
-            return jax.vmap(rules.step)(states, action), None
-
-        final, _ = jax.lax.scan(body, states, jax.random.split(key, plies))
-        return jnp.where(final.winner == 0, 1.0, jnp.where(final.winner == 1, 0.0, 0.5))
-
-    index = np.repeat(np.arange(len(moves)), games)
-    batch = -(-len(index) // -(-len(index) // batch))  # equal batches of at most `batch`
-    pad = -len(index) % batch
-    index = np.concatenate([index, np.zeros(pad, index.dtype)])
-    key = jax.random.PRNGKey(seed)
-    scores = []
-    for i in range(0, len(index), batch):
-        scores.append(np.asarray(play(model.variables, index[i:i + batch],
-                                      jax.random.fold_in(key, i))))
-        print(f"  {i + batch}/{len(index)} games", file=sys.stderr, flush=True)
-    score = np.concatenate(scores)[:len(index) - pad]
-    return score.reshape(len(moves), games).mean(1)
+    entries = np.repeat(moves, games // 2, axis=0)
+    result = arena.play_match_compact(
+        rules, players, model.variables, jax.random.PRNGKey(seed), 2 * len(entries),
+        chunk=chunk, openings=entries,
+        on_chunk=lambda ply, so_far, done: print(
+            f"  ply {ply}: {int(done.sum())}/{len(done)} games over", file=sys.stderr,
+            flush=True))
+    which = {tuple(m): i for i, m in enumerate(moves.tolist())}
+    total, count = np.zeros(len(moves)), np.zeros(len(moves))
+    for g in range(len(result.winner)):
+        i = which[tuple(int(a) for a in result.moves[:moves.shape[1], g])]
+        w = int(result.winner[g])
+        total[i] += 1.0 if w == 0 else 0.0 if w == 1 else 0.5
+        count[i] += 1
+    assert np.all(count == games), "every opening gets its games"
+    return (total / count).astype(np.float32)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,6 +142,10 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, name) < 1:
             print(f"error: --{name} must be >= 1, got {getattr(args, name)}", file=sys.stderr)
             return 2
+    if args.games % 2:
+        print(f"error: --games must be even (each opening's games are split into two "
+              f"halves), got {args.games}", file=sys.stderr)
+        return 2
 
     from agz_jax import models, openings
 

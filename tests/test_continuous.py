@@ -274,3 +274,23 @@ def test_checkpoints_from_before_the_slots_field_still_restore(tmp_path):
     restored, meta, step = checkpoint.restore(tmp_path, state)
     assert step == 3 and meta == {"iteration": 3} and restored.slots == ()
     assert run.params_hash(restored) == run.params_hash(state)
+
+
+def test_gating_every_and_in_chunks():
+    """gating.every=2 gates at even iterations only; gating.chunk plays the match
+    in chunks (arena.play_match_compact), a whole match of num_games games."""
+    config = tiny(steps=T + 1).replace(**{  # every slot ends a game in the first iteration
+        "selfplay.num_games": 4, "replay.capacity": 512, "train.batch_size": 8,
+        "train.min_replay": 1, "train.steps_per_iteration": 1, "gating.num_games": 4,
+        "gating.num_simulations": 2, "gating.every": 2, "gating.chunk": 4, "eval.every": 0})
+    comps = run.build(config)
+    state = run.init_state(comps)
+    gated = []
+    for _ in range(4):
+        state, m = run.run_iteration(comps, state)
+        assert m["train/trained"] == 1.0
+        gated.append("gating/score" in m)
+        if gated[-1]:
+            points = m["gating/score"] * 4  # wins + draws / 2, out of 4 games
+            assert 0 <= points <= 4 and points * 2 == int(points * 2)
+    assert gated == [False, True, False, True]

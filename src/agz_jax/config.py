@@ -298,10 +298,21 @@ class GatingConfig:
     num_simulations: int = 400
     threshold: float = 0.55
     """The candidate replaces the best if its score (wins + draws/2) / games >= this."""
+    every: int = 1
+    """Gate every this many iterations; in between the candidate trains on and the
+    best net keeps playing (the match's cost amortised over several iterations)."""
+    chunk: int = 0
+    """0: the match in one jitted scan, every ply at full batch until its longest
+    game ends. n: n plies per jitted chunk, finished games dropped between chunks
+    (``arena.play_match_compact``; not vmapped over seeds)."""
 
     def __post_init__(self):
         _check(_is_int(self.num_games) and self.num_games >= 2 and self.num_games % 2 == 0,
                "gating.num_games", "must be an even integer >= 2", self.num_games)
+        _check(_is_int(self.every) and self.every >= 1, "gating.every",
+               "must be a positive integer", self.every)
+        _check(_is_int(self.chunk) and self.chunk >= 0, "gating.chunk",
+               "must be an integer >= 0 (0: one scan per match)", self.chunk)
         _check(_is_int(self.num_simulations) and self.num_simulations >= 1,
                "gating.num_simulations", "must be a positive integer", self.num_simulations)
         _check(_is_num(self.threshold) and 0 <= self.threshold <= 1, "gating.threshold",

@@ -6,8 +6,9 @@ One iteration, each phase a jitted pure function of arrays:
 2. the games become (s, pi, z) examples with decayed z, added to the replay;
 3. ``train.steps_per_iteration`` SGD steps on uniform, symmetry-augmented
    samples (each net on its own colour's positions);
-4. gating: the candidate (the trained net) plays the best net; it becomes the
-   best if its score reaches ``gating.threshold``;
+4. gating (every ``gating.every`` iterations): the candidate (the trained net)
+   plays the best net; it becomes the best if its score reaches
+   ``gating.threshold``;
 5. every ``eval.every`` iterations: the best net (with search) against a
    uniformly random player.
 
@@ -102,13 +103,20 @@ def build(config: Config) -> Components:
         batch = sharder.constrain(replay.sample(buffer, key, tcfg.batch_size), 1)
         return step(state, batch)
 
+    g = config.gating
+
+    def gate_players(variables):
+        """(candidate, best) players of the gating match, for ``variables`` = both nets."""
+        return tuple(arena.mcts_player(rules, nets, config.search, gamma, v, g.num_simulations,
+                                       config.selfplay) for v in variables)
+
     def gate(candidate, best, key):
-        g = config.gating
-        a = arena.mcts_player(rules, nets, config.search, gamma, candidate, g.num_simulations,
-                              config.selfplay)
-        b = arena.mcts_player(rules, nets, config.search, gamma, best, g.num_simulations,
-                              config.selfplay)
-        return arena.play_match(rules, a, b, key, g.num_games, openings=openings)
+        return arena.play_match(rules, *gate_players((candidate, best)), key, g.num_games,
+                                openings=openings)
+
+    def gate_compact(candidate, best, key):
+        return arena.play_match_compact(rules, gate_players, (candidate, best), key,
+                                        g.num_games, chunk=g.chunk, openings=openings)
 
     def evaluate(best, key):
         """The best net against a uniformly random player: with search, and raw
@@ -131,10 +139,10 @@ def build(config: Config) -> Components:
     else:
         play_out = (sharder.batch(1), sharder.batch(0), rep)  # Trajectory [T, B], State, stats
         play_fn, start_fn = jax.jit(play, out_shardings=play_out), None
+    gate_fn = gate_compact if g.chunk else jax.jit(gate, out_shardings=rep)
     return Components(config, rules, nets, play_fn,
                       jax.jit(ingest, out_shardings=rep), jax.jit(train_step, out_shardings=rep),
-                      jax.jit(gate, out_shardings=rep), jax.jit(evaluate, out_shardings=rep),
-                      sharder, start_fn)
+                      gate_fn, jax.jit(evaluate, out_shardings=rep), sharder, start_fn)
 
 
 def init_state(comps: Components) -> RunState:
@@ -191,7 +199,7 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
     best = state.best
     if not config.gating.enabled:
         best = train_state.variables
-    elif trained:
+    elif trained and it % config.gating.every == 0:
         t0 = time.perf_counter()
         result = arena.score(comps.gate(train_state.variables, state.best, k_gate))
         metrics["time/gating_s"] = time.perf_counter() - t0

@@ -96,6 +96,9 @@ def check(comps: run.Components, seeds: Sequence[int], max_bytes: int = MAX_BYTE
         raise ConfigError("seeds: a group needs at least one seed")
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"seeds must be distinct, got {list(seeds)}")
+    if comps.config.gating.chunk:
+        raise ConfigError("gating.chunk plays its match in host-driven chunks, which cannot "
+                          "be vmapped over seeds: set gating.chunk=0 for a vmapped group")
     if comps.config.selfplay.continuous:
         raise ConfigError("selfplay.continuous is not vmapped over seeds yet: set "
                           "selfplay.continuous=false for a vmapped group, or run the seeds "
@@ -193,7 +196,7 @@ def run_iteration(group: Group, state: RunState) -> tuple[RunState, list[dict]]:
     best = state.best
     if not config.gating.enabled:
         best = train_state.variables
-    elif trained.any():
+    elif trained.any() and it % config.gating.every == 0:
         t0 = time.perf_counter()
         result = jax.device_get(group.gate(train_state.variables, state.best, k_gate))
         t_gate = time.perf_counter() - t0
