@@ -126,10 +126,16 @@ def fmt_line(it: int, total: int, m: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from agz_jax.checkpoint import CheckpointError
+
     try:
         args, config = parse(argv)
-    except ConfigError as e:
+    except (ConfigError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.out.exists() and not args.out.is_dir():
+        print(f"error: --out {args.out} is a file; give a directory for the run",
+              file=sys.stderr)
         return 2
 
     from agz_jax import checkpoint, parallel

@@ -196,3 +196,15 @@ def test_presets_are_the_papers_where_they_say_so():
     t = paper.train
     assert (t.learning_rate, t.momentum, t.nesterov, t.l2, t.batch_size) == (
         2e-3, 0.9, True, 1e-4, 512)
+
+
+def test_resume_of_nothing_and_out_a_file_are_one_line_errors(tmp_path, env):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    (tmp_path / "empty").mkdir()
+    for args, says in ((["--out", str(tmp_path / "missing"), "--resume"], "holds no run"),
+                       (["--out", str(tmp_path / "empty"), "--resume"], "holds no run"),
+                       ([*SMALL, "--out", str(afile)], "is a file")):
+        proc = main_job(args, env, check=False)
+        assert proc.returncode == 2 and says in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
