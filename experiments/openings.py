@@ -1,6 +1,6 @@
 """Make a balanced opening set (``agz_jax.openings``) by searching candidate openings.
 
-    python -m experiments.openings --model curriculum --games 8 --sims 16 \
+    python -m experiments.openings --model curriculum --games 4 --sims 8 \
         --out src/agz_jax/data/balanced15.txt
 
 The candidates: black's first stone on the centre point, white's and black's
