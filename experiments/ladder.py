@@ -21,7 +21,9 @@ docs/ladder/games.jsonl) as one JSON line. A pairing already in it with the
 same games and seed is skipped, so a killed ladder loses only the match it was
 playing, and rerunning it resumes. A player whose net is a self-play run
 directory's latest checkpoint is named ``SPEC@itN`` (N the checkpoint's
-iteration), since the run goes on and its next checkpoint is another player;
+iteration), since the run goes on and its next checkpoint is another player; a
+campaign model (``models/campaign``, rewritten by ``experiments.campaign
+export``) is named ``SPEC@gN`` by its self-play games so far;
 the ledger also keeps that iteration's cumulative self-play games and training
 time (from the run's metrics.jsonl) for the plot.
 
@@ -171,6 +173,23 @@ def selfplay_progress(run_dir: Path, iteration: int) -> dict | None:
             "games": sum(r.get("selfplay/games", 0) for r in rows), "hours": seconds / 3600}
 
 
+CAMPAIGN_LEDGER = "campaign.json"  # experiments.campaign's ledger in a model directory
+
+
+def campaign_progress(model_dir: Path) -> dict:
+    """A campaign model's progress (``experiments.campaign``'s ledger totals): its
+    self-play games and hours so far. The model directory is rewritten as the
+    campaign goes on, so its player is named by its games (``SPEC@gN``)."""
+    try:
+        totals = json.loads((model_dir / CAMPAIGN_LEDGER).read_text())["totals"]
+        games = int(totals["games"])
+        hours = float(totals["cpu_hours"]) + float(totals["gpu_minutes"]) / 60
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"{model_dir / CAMPAIGN_LEDGER} is not readable ({e!r})") from None
+    return {"run": str(model_dir), "iteration": int(totals.get("iterations", 0)),
+            "games": games, "hours": hours}
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m experiments.ladder", description=__doc__,
@@ -231,6 +250,9 @@ def load_players(specs: list[tuple[str, arena_cli.Spec]], rules
         if loaded.step is not None:
             name = f"{spec.text}@it{loaded.step}"
             progress = selfplay_progress(spec.run_dir, loaded.step)
+        elif spec.run_dir is not None and (spec.run_dir / CAMPAIGN_LEDGER).is_file():
+            progress = campaign_progress(spec.run_dir)
+            name = f"{spec.text}@g{progress['games']}"
         players.setdefault(name, Player(name, loaded, spec.sims, progress))
         names.append(name)
     return players, names

@@ -265,3 +265,23 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     ledger_path.write_text(json.dumps({**good, "size": 9}) + "\n")
     one_line_error(capsys, [*rnd, "--candidate", "mentor:0"],
                    "is 9x9 freestyle, not 7x7 freestyle")
+
+
+def test_a_campaign_model_is_named_by_its_games(tmp_path):
+    """models/campaign is rewritten as the campaign goes on: SPEC@gN, N its games."""
+    from test_arena_cli import tiny_run
+
+    from agz_jax.gomoku import Rules
+
+    model_dir = tmp_path / "campaign"
+    model = models.load(tiny_run(tmp_path / "run"))
+    models.save(model_dir, model.config, model.variables)
+    (model_dir / "campaign.json").write_text(json.dumps(
+        {"runs": [], "totals": {"games": 835, "iterations": 12, "cpu_hours": 0.5,
+                                "gpu_minutes": 30.0}}))
+    spec = arena_cli.load_spec(arena_cli.parse_spec(f"mcts:{model_dir}:4", "--candidate"),
+                               "--candidate")
+    players, names = ladder.load_players([("--candidate", spec)], Rules(5, "freestyle"))
+    assert names == [f"mcts:{model_dir}:4@g835"]
+    assert players[names[0]].progress == {"run": str(model_dir), "iteration": 12,
+                                          "games": 835, "hours": pytest.approx(1.0)}
