@@ -700,10 +700,12 @@ PRESETS: dict[str, Config] = {
         game=GameConfig(size=15),
         net=NetConfig(filters=32, blocks=2, double=True),
         search=SearchConfig(algorithm="gumbel", num_simulations=64, max_considered_actions=16),
-        selfplay=SelfPlayConfig(num_games=4096, continuous=True, steps=16),
+        # 262k positions per iteration; each is sampled about three times (400 x 1024
+        # per net over 131k positions per net), and the replay holds four iterations.
+        selfplay=SelfPlayConfig(num_games=4096, continuous=True, steps=64),
         openings=OpeningsConfig(path="balanced15"),
-        replay=ReplayConfig(capacity=1_000_000),
-        train=TrainConfig(batch_size=1024, steps_per_iteration=100, min_replay=65_536,
+        replay=ReplayConfig(capacity=500_000),
+        train=TrainConfig(batch_size=1024, steps_per_iteration=400, min_replay=65_536,
                           learning_rate=5e-3),
         gating=GatingConfig(enabled=False, num_games=64, num_simulations=64),
         eval=EvalConfig(every=0, num_games=100, num_simulations=64),
