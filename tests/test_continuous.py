@@ -23,7 +23,7 @@ from agz_jax.config import (
     SelfPlayConfig,
 )
 from agz_jax.gomoku import Rules
-from agz_jax.selfplay import make_continuous, make_selfplay, to_examples
+from agz_jax.selfplay import NO_GAME, make_continuous, make_selfplay, to_examples
 
 SIZE = 5
 T = SIZE * SIZE
@@ -81,15 +81,20 @@ def reference_z(length: int, winner: int, to_play: list[int], gamma: float) -> l
             for t in range(length)]
 
 
-@pytest.mark.parametrize("with_openings", [False, True])
-def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_openings):
+@pytest.mark.parametrize("with_openings, empty_fraction", [(False, 0.0), (True, 0.0),
+                                                           (True, 0.5)])
+def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_openings,
+                                                              empty_fraction):
     gamma = 0.9
     config = tiny(steps=3 * T)
+    opening_moves: list = []
     if with_openings:
         path = tmp_path / "open.txt"
         path.write_text("# two-stone openings\n2,2 2,3\n1,1 3,3\n0,4 4,0\n")
-        config = config.replace(**{"openings.path": str(path)})
+        config = config.replace(**{"openings.path": str(path),
+                                   "openings.empty_fraction": empty_fraction})
         opening_moves = openings.load(str(path), SIZE).tolist()
+    start = lambda i: [] if i == openings.EMPTY else opening_moves[i]  # noqa: E731
     config = config.replace(**{"decay.gamma": gamma})
     rules = Rules(SIZE)
     nets = run.make_networks(config)
@@ -108,15 +113,16 @@ def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_ope
     expected = []
     current = np.asarray(slots0.opening).copy()  # each slot's game's opening
     games = {b: [] for b in range(B)}  # the moves of each slot's current game
-    finished = 0
+    finished, starts = 0, []
     for step in range(action.shape[0]):
         for b in range(B):
             games[b].append(int(action[step, b]))
             if not ended[step, b]:
-                assert next_opening[step, b] == -1
+                assert next_opening[step, b] == NO_GAME
                 continue
             finished += 1
-            state = rules.from_moves(opening_moves[current[b]] if with_openings else [])
+            starts.append(current[b])
+            state = rules.from_moves(start(current[b]))
             to_play, obs = [], []
             for i, a in enumerate(games[b]):
                 assert np.asarray(state.board)[a] == 0, "an illegal move"
@@ -130,12 +136,18 @@ def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_ope
                             strict=True)
             games[b] = []
             current[b] = next_opening[step, b]
-            assert 0 <= current[b] < (len(opening_moves) if with_openings else 1)
+            assert openings.EMPTY <= current[b] < len(opening_moves)
     assert finished == int(stats["games"]) and finished > B
+    empty = np.mean(np.asarray(starts) == openings.EMPTY)
+    if not with_openings:
+        assert empty == 1.0
+    elif empty_fraction == 0:
+        assert empty == 0.0
+    else:
+        assert 0.2 < empty < 0.8, empty  # about half of the games start on the empty board
     # The games in progress are the slots' states.
     for b in range(B):
-        state = rules.from_moves((opening_moves[current[b]] if with_openings else [])
-                                 + games[b])
+        state = rules.from_moves(start(current[b]) + games[b])
         np.testing.assert_array_equal(state.board, slots.states.board[b])
 
     n = int(buffer.size[0])
@@ -194,6 +206,8 @@ def test_opening_config_errors_name_the_field(tmp_path):
         Config(openings=OpeningsConfig(path=str(bad)))
     with pytest.raises(ConfigError, match="no shipped opening set 'nope'"):
         Config(openings=OpeningsConfig(path="nope"))
+    with pytest.raises(ConfigError, match="openings.empty_fraction must be in"):
+        Config(openings=OpeningsConfig(empty_fraction=1.5))
 
 
 def test_opening_sets_round_trip_and_set_up_states():

@@ -366,9 +366,15 @@ class OpeningsConfig:
     path: str = ""
     """'' starts every game on the empty board; else a shipped set's name
     (``agz_jax/data/*.txt``, e.g. 'balanced15') or an opening file's path."""
+    empty_fraction: float = 0.0
+    """Self-play only: this fraction of games starts from the empty board instead
+    of an opening, so that the nets also learn the first moves (matches always
+    start from the set)."""
 
     def __post_init__(self):
         _check(isinstance(self.path, str), "openings.path", "must be a string", self.path)
+        _check(_is_num(self.empty_fraction) and 0 <= self.empty_fraction <= 1,
+               "openings.empty_fraction", "must be in [0, 1]", self.empty_fraction)
 
 
 STAGES = ("basic", "imitate", "selfplay")
@@ -683,7 +689,7 @@ PRESETS: dict[str, Config] = {
         search=SearchConfig(algorithm="gumbel", num_simulations=32, max_considered_actions=16,
                             forced_moves=True, answer_threats=True, answer_four_threes=True),
         selfplay=SelfPlayConfig(num_games=64, continuous=True, steps=48),
-        openings=OpeningsConfig(path="balanced15"),
+        openings=OpeningsConfig(path="balanced15", empty_fraction=0.1),
         replay=ReplayConfig(capacity=100_000),
         train=TrainConfig(batch_size=256, steps_per_iteration=40, min_replay=2048,
                           learning_rate=5e-3),
@@ -703,7 +709,7 @@ PRESETS: dict[str, Config] = {
         # 262k positions per iteration; each is sampled about three times (400 x 1024
         # per net over 131k positions per net), and the replay holds four iterations.
         selfplay=SelfPlayConfig(num_games=4096, continuous=True, steps=64),
-        openings=OpeningsConfig(path="balanced15"),
+        openings=OpeningsConfig(path="balanced15", empty_fraction=0.1),
         replay=ReplayConfig(capacity=500_000),
         train=TrainConfig(batch_size=1024, steps_per_iteration=400, min_replay=65_536,
                           learning_rate=5e-3),

@@ -97,26 +97,45 @@ def format_set(moves: np.ndarray, size: int, header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+EMPTY = -1  # the index of "no opening": the empty board
+
+
 def start_states(rules: Rules, openings: np.ndarray | None, index: jax.Array) -> State:
     """States [B] after the openings ``index`` int32[B] of the set ``openings``
-    int32[K, M] (the empty board when ``openings`` is None). Jittable."""
+    int32[K, M]; the empty board where ``index`` is ``EMPTY`` or ``openings`` is
+    None. Jittable."""
     index = jnp.asarray(index)
     if openings is None or openings.shape[1] == 0:
         return jax.vmap(lambda _: rules.init())(index)
     table = jnp.asarray(openings, jnp.int32)
 
     def one(i):
-        return jax.lax.fori_loop(0, table.shape[1], lambda t, s: rules.step(s, table[i, t]),
-                                 rules.init())
+        def put(t, s):
+            stepped = rules.step(s, table[jnp.maximum(i, 0), t])
+            return jax.tree.map(lambda a, b: jnp.where(i == EMPTY, b, a), stepped, s)
+
+        return jax.lax.fori_loop(0, table.shape[1], put, rules.init())
 
     return jax.vmap(one)(index)
 
 
+def sample_index(openings: np.ndarray | None, key: jax.Array, num: int,
+                 empty_fraction: float = 0.0) -> jax.Array:
+    """int32[num]: openings drawn uniformly (with replacement) by ``key``, each
+    ``EMPTY`` instead with probability ``empty_fraction`` (always without a set)."""
+    if openings is None:
+        return jnp.full(num, EMPTY, jnp.int32)
+    k_pick, k_empty = jax.random.split(key)
+    index = jax.random.randint(k_pick, (num,), 0, openings.shape[0])
+    if empty_fraction > 0:
+        index = jnp.where(jax.random.uniform(k_empty, (num,)) < empty_fraction, EMPTY, index)
+    return index.astype(jnp.int32)
+
+
 def sample_states(rules: Rules, openings: np.ndarray | None, key: jax.Array,
-                  num: int) -> State:
-    """``num`` states from openings drawn uniformly (with replacement) by ``key``."""
-    count = 1 if openings is None else openings.shape[0]
-    return start_states(rules, openings, jax.random.randint(key, (num,), 0, count))
+                  num: int, empty_fraction: float = 0.0) -> State:
+    """``num`` states of openings drawn by ``sample_index``."""
+    return start_states(rules, openings, sample_index(openings, key, num, empty_fraction))
 
 
 def paired_states(rules: Rules, openings: np.ndarray | None, key: jax.Array,

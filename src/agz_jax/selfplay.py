@@ -93,7 +93,9 @@ def make_selfplay(config: Config, rules: Rules, nets: Networks, shard=None):
     """
     num_games = config.selfplay.num_games
     openings = config.opening_set()
-    num_steps = rules.num_actions - (0 if openings is None else openings.shape[1])
+    empty = config.openings.empty_fraction
+    # A game from an opening has that many fewer moves to play, unless some start empty.
+    num_steps = rules.num_actions - (0 if openings is None or empty else openings.shape[1])
     shard = shard or (lambda tree, axis: tree)
     move = make_move(config, rules, nets)
 
@@ -102,7 +104,7 @@ def make_selfplay(config: Config, rules: Rules, nets: Networks, shard=None):
             states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
         else:
             key, k_open = jax.random.split(key)
-            states = opening_sets.sample_states(rules, openings, k_open, num_games)
+            states = opening_sets.sample_states(rules, openings, k_open, num_games, empty)
         states = shard(states, 0)
 
         def body(states, key):
@@ -151,7 +153,7 @@ class Slots(NamedTuple):
     to_play: int32[B, T] their colours to move.
     length: int32[B] positions recorded so far in each slot's game.
     opening: int32[B] the opening (index into the set) each game started from,
-      0 without openings.
+      ``openings.EMPTY`` (-1) for the empty board.
     """
 
     states: State
@@ -162,11 +164,15 @@ class Slots(NamedTuple):
     opening: jax.Array
 
 
+NO_GAME = -2  # SlotMoves.opening where no new game started
+
+
 class SlotMoves(NamedTuple):
     """What each slot played in one call of continuous self-play (S steps):
     action int32[S, B] the move searched and played at each step; ended bool[S, B]
     that move ended the slot's game (the next step's move starts a new one);
-    opening int32[S, B] the opening the new game starts from (where ended)."""
+    opening int32[S, B] the opening the new game starts from (``openings.EMPTY``
+    for the empty board), ``NO_GAME`` (-2) where no game ended."""
 
     action: jax.Array
     ended: jax.Array
@@ -207,9 +213,8 @@ def make_continuous(config: Config, rules: Rules, nets: Networks, refill: bool =
 
     def start(key):
         """New games' states [B] and their openings int32[B]."""
-        if openings is None:
-            return jax.vmap(lambda _: rules.init())(slot), jnp.zeros(num_games, jnp.int32)
-        index = jax.random.randint(key, (num_games,), 0, openings.shape[0])
+        index = opening_sets.sample_index(openings, key, num_games,
+                                          config.openings.empty_fraction)
         return opening_sets.start_states(rules, openings, index), index
 
     def init(key) -> Slots:
@@ -254,13 +259,13 @@ def make_continuous(config: Config, rules: Rules, nets: Networks, refill: bool =
             games += jnp.sum(ended, dtype=jnp.int32)
             length_sum += jnp.sum(jnp.where(ended, slots.length, 0))
             wins += jnp.stack([jnp.sum(ended & (after.winner == c)) for c in (0, 1)])
-            new_opening = jnp.full(num_games, -1, jnp.int32)
+            new_opening = jnp.full(num_games, NO_GAME, jnp.int32)
             if refill:
                 fresh, index = start(jax.random.fold_in(key, 1))
                 after = jax.tree.map(
                     lambda f, a: jnp.where(ended.reshape((-1,) + (1,) * (a.ndim - 1)), f, a),
                     fresh, after)
-                new_opening = jnp.where(ended, index, -1)
+                new_opening = jnp.where(ended, index, NO_GAME)
                 slots = slots._replace(length=jnp.where(ended, 0, slots.length),
                                        opening=jnp.where(ended, index, slots.opening))
             return ((slots._replace(states=after), buffer, games, length_sum, wins),
