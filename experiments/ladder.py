@@ -318,11 +318,17 @@ def table(fit, lines: list[dict], ledger: Path) -> str:
            "player is the anchor)")
     again = "python -m experiments.ladder --table-only" + (
         "" if ledger == DEFAULT_LEDGER else f" --ledger {ledger}")
+    starts = sorted({(x.get("openings"), x.get("opening_plies")) for x in lines}, key=str)
+    how_started = "; ".join(
+        (f"openings `{o}` (each drawn opening once with each colour)" if o else
+         "the empty board") + (f", then {p} random central moves" if p else "")
+        for o, p in starts)
     out = [
         "# Rating ladder",
         "",
         f"{games} games in {len(lines)} matches on {size}x{size} {rule} "
-        f"(`{ledger.name}` beside this file). Elo: the maximum-likelihood fit over all of "
+        f"(`{ledger.name}` beside this file); the games started from {how_started}. "
+        "Elo: the maximum-likelihood fit over all of "
         "them (logistic, 400·log10 scale, a draw half a win and half a loss, "
         f"`agz_jax.rating`), anchored at {how}; 95% intervals "
         "±1.96 standard errors from the observed Fisher information, of the distance "
