@@ -65,15 +65,29 @@ def read_ledger(model_dir: Path) -> list[dict]:
 
 
 def export(run_dir: Path, model_dir: Path, device: str) -> dict:
-    """Copy ``run_dir``'s best nets to ``model_dir`` and record the run in its ledger."""
+    """Copy ``run_dir``'s best nets to ``model_dir`` and record the run in its ledger.
+
+    The ledger's ``nets`` names the nets now in ``model_dir`` (sha256 of their
+    file) and the campaign's games and hours when they were made: a run whose
+    candidates were all rejected leaves the nets, and so ``nets``, as they were
+    (the ladder names the player by ``nets.games``)."""
+    import hashlib
+
     from agz_jax import models
 
     model = models.load(run_dir)
     line = run_summary(run_dir, device)
+    old_path = model_dir / LEDGER
+    old_nets = json.loads(old_path.read_text()).get("nets") if old_path.exists() else None
     models.save(model_dir, model.config, model.variables)
     ledger = [r for r in read_ledger(model_dir) if r["run"] != line["run"]] + [line]
-    (model_dir / LEDGER).write_text(json.dumps({"runs": ledger, "totals": totals(ledger)},
-                                               indent=2) + "\n")
+    total = totals(ledger)
+    sha = hashlib.sha256((model_dir / models.VARIABLES_FILE).read_bytes()).hexdigest()
+    nets = old_nets if old_nets and old_nets.get("sha256") == sha else {
+        "sha256": sha, "games": total["games"],
+        "hours": total["cpu_hours"] + total["gpu_minutes"] / 60}
+    old_path.write_text(json.dumps({"runs": ledger, "totals": total, "nets": nets},
+                                   indent=2) + "\n")
     return line
 
 

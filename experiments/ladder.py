@@ -177,13 +177,18 @@ CAMPAIGN_LEDGER = "campaign.json"  # experiments.campaign's ledger in a model di
 
 
 def campaign_progress(model_dir: Path) -> dict:
-    """A campaign model's progress (``experiments.campaign``'s ledger totals): its
-    self-play games and hours so far. The model directory is rewritten as the
-    campaign goes on, so its player is named by its games (``SPEC@gN``)."""
+    """A campaign model's progress (``experiments.campaign``'s ledger): the
+    campaign's self-play games and hours when its current nets were made
+    (``nets``; the totals for a ledger without it). The model directory is
+    rewritten as the campaign goes on, so its player is named by those games
+    (``SPEC@gN``): the same nets keep their name while rejected runs go by."""
     try:
-        totals = json.loads((model_dir / CAMPAIGN_LEDGER).read_text())["totals"]
-        games = int(totals["games"])
-        hours = float(totals["cpu_hours"]) + float(totals["gpu_minutes"]) / 60
+        ledger = json.loads((model_dir / CAMPAIGN_LEDGER).read_text())
+        totals = ledger["totals"]
+        nets = ledger.get("nets") or {
+            "games": totals["games"],
+            "hours": float(totals["cpu_hours"]) + float(totals["gpu_minutes"]) / 60}
+        games, hours = int(nets["games"]), float(nets["hours"])
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"{model_dir / CAMPAIGN_LEDGER} is not readable ({e!r})") from None
     return {"run": str(model_dir), "iteration": int(totals.get("iterations", 0)),
@@ -273,6 +278,8 @@ def play_ladder(args: argparse.Namespace, lines: list[dict]) -> int:
     check_board(lines, args.ledger, size, rule)
     openings = arena_cli.opening_set(args, size)
 
+    import jax
+
     from agz_jax import arena
     from agz_jax.engine import enable_compilation_cache
     from agz_jax.gomoku import Rules
@@ -304,6 +311,11 @@ def play_ladder(args: argparse.Namespace, lines: list[dict]) -> int:
             line["selfplay"] = progress
         append_line(args.ledger, json.dumps(line))
         lines.append(line)
+        # Every pairing compiles its own players; a long ladder that kept them all
+        # ran out of memory maps for XLA's code (LLVM "Unable to allocate section
+        # memory" after 23 matches of 15x15), so each match's are dropped.
+        arena._chunk_fn.cache_clear()
+        jax.clear_caches()
         print(f"  {s.wins} wins / {s.draws} draws / {s.losses} losses for {p.a} "
               f"(score {s.score:.3f}), {wall:.0f} s", flush=True)
     return len(todo)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 
@@ -48,6 +49,15 @@ def test_export_twice_replaces_the_runs_line_and_totals_add_up(tmp_path):
     model = models.load(model_dir)
     for a, b in zip(*(jax_leaves(v) for v in (model.variables, state.best)), strict=True):
         np.testing.assert_array_equal(a, b)
+    nets = ledger["nets"]
+    assert nets["games"] == line["games"]
+    # A second run whose best nets are the same (here: a copy of the first) adds its
+    # games to the totals, but the nets, and the games they were made with, stay.
+    shutil.copytree(run_dir, run_dir.parent / "c2")
+    assert campaign.main(["export", str(run_dir.parent / "c2"), "--to", str(model_dir)]) == 0
+    again = json.loads((model_dir / campaign.LEDGER).read_text())
+    assert again["totals"]["games"] == 2 * line["games"]
+    assert again["nets"] == nets
 
 
 def jax_leaves(tree):

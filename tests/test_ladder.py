@@ -277,11 +277,13 @@ def test_a_campaign_model_is_named_by_its_games(tmp_path):
     model = models.load(tiny_run(tmp_path / "run"))
     models.save(model_dir, model.config, model.variables)
     (model_dir / "campaign.json").write_text(json.dumps(
-        {"runs": [], "totals": {"games": 835, "iterations": 12, "cpu_hours": 0.5,
-                                "gpu_minutes": 30.0}}))
+        {"runs": [], "totals": {"games": 1832, "iterations": 21, "cpu_hours": 1.2,
+                                "gpu_minutes": 30.0},
+         "nets": {"sha256": "0" * 64, "games": 835, "hours": 1.0}}))
     spec = arena_cli.load_spec(arena_cli.parse_spec(f"mcts:{model_dir}:4", "--candidate"),
                                "--candidate")
     players, names = ladder.load_players([("--candidate", spec)], Rules(5, "freestyle"))
     assert names == [f"mcts:{model_dir}:4@g835"]
-    assert players[names[0]].progress == {"run": str(model_dir), "iteration": 12,
+    # Named by the games its nets were made with, not by the campaign's totals.
+    assert players[names[0]].progress == {"run": str(model_dir), "iteration": 21,
                                           "games": 835, "hours": pytest.approx(1.0)}
