@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -378,7 +379,8 @@ def plot_series(fit, lines: list[dict]) -> tuple[dict[str, list], list]:
     series: dict[str, list] = {}
     for r in fit.ratings:
         if r.player in progress:
-            series.setdefault(r.player.rpartition("@it")[0], []).append(
+            # One series per run or campaign model: SPEC@itN / SPEC@gN under SPEC.
+            series.setdefault(re.sub(r"@(it|g)\d+$", "", r.player), []).append(
                 (r, progress[r.player]))
     return series, [r for r in fit.ratings if r.player not in progress]
 

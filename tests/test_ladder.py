@@ -213,17 +213,20 @@ def test_the_plot_draws_checkpoints_against_progress(tmp_path):
                 "seed": 1, "size": 7, "rule": "freestyle", **extra}
 
     prog = {"mcts:r:8@it1": {"run": "r", "iteration": 1, "games": 100, "hours": 0.5},
-            "mcts:r:8@it2": {"run": "r", "iteration": 2, "games": 200, "hours": 1.5}}
+            "mcts:r:8@it2": {"run": "r", "iteration": 2, "games": 200, "hours": 1.5},
+            "mcts:c:8@g835": {"run": "c", "iteration": 9, "games": 835, "hours": 0.7}}
     lines = [line("mcts:r:8@it1", "random", 7, 1, 2, selfplay={"mcts:r:8@it1":
                                                                prog["mcts:r:8@it1"]}),
              line("mcts:r:8@it2", "mentor:0", 5, 0, 5, selfplay={"mcts:r:8@it2":
                                                                  prog["mcts:r:8@it2"]}),
+             line("mcts:c:8@g835", "mentor:0", 6, 0, 4, selfplay={"mcts:c:8@g835":
+                                                                  prog["mcts:c:8@g835"]}),
              line("mentor:0", "random", 8, 1, 1)]
     ledger_path = tmp_path / "games.jsonl"
     ledger_path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     fit = rating.fit(Match(x["a"], x["b"], x["wins"], x["draws"], x["losses"]) for x in lines)
     series, refs = ladder.plot_series(fit, lines)
-    assert list(series) == ["mcts:r:8"]
+    assert sorted(series) == ["mcts:c:8", "mcts:r:8"]  # a campaign model's series too
     assert sorted((r.player, p["games"]) for r, p in series["mcts:r:8"]) == [
         ("mcts:r:8@it1", 100), ("mcts:r:8@it2", 200)]
     assert sorted(r.player for r in refs) == ["mentor:0", "random"]
