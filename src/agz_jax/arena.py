@@ -133,15 +133,15 @@ def _ply(rules: Rules, act_a: Player, act_b: Player, opening_plies: int, start_p
 
 
 def _start(rules: Rules, openings: np.ndarray | None, key: jax.Array, num_games: int):
-    """A match's first states [G], their openings' moves int32[M, G] and M. The
-    openings are drawn with ``split(key)[1]`` (``key`` itself, its first half,
-    goes on to the plies), so a match without openings keeps its keys."""
+    """A match's first states [G], their openings' moves int32[M, G], M, and the
+    key of its plies. The openings are drawn with ``split(key)[1]`` and the plies
+    get ``split(key)[0]``; a match without openings keeps ``key`` for its plies."""
     if openings is None:
         states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
-        return states, jnp.zeros((0, num_games), jnp.int32), 0
-    states, index = opening_sets.paired_states(rules, openings, jax.random.split(key)[1],
-                                               num_games)
-    return states, jnp.asarray(openings)[index].T, int(openings.shape[1])
+        return states, jnp.zeros((0, num_games), jnp.int32), 0, key
+    ply_key, open_key = jax.random.split(key)
+    states, index = opening_sets.paired_states(rules, openings, open_key, num_games)
+    return states, jnp.asarray(openings)[index].T, int(openings.shape[1]), ply_key
 
 
 def play_match(rules: Rules, act_a: Player, act_b: Player, key: jax.Array, num_games: int,
@@ -161,9 +161,7 @@ def play_match(rules: Rules, act_a: Player, act_b: Player, key: jax.Array, num_g
     if num_games % 2:
         raise ValueError(f"num_games must be even, got {num_games}")
     half = num_games // 2
-    states, opened, start_ply = _start(rules, openings, key, num_games)
-    if openings is not None:
-        key = jax.random.split(key)[0]
+    states, opened, start_ply, key = _start(rules, openings, key, num_games)
     body = _ply(rules, act_a, act_b, opening_plies, start_ply)
     plies = rules.num_actions - start_ply
     final, moves = jax.lax.scan(body, states, (jnp.arange(plies), jax.random.split(key, plies)))
@@ -232,9 +230,7 @@ def play_match_compact(rules: Rules, players: Callable[[object], tuple[Player, P
     if chunk < 1:
         raise ValueError(f"chunk must be >= 1, got {chunk}")
     half = num_games // 2
-    states, opened, start_ply = _start(rules, openings, key, num_games)
-    if openings is not None:
-        key = jax.random.split(key)[0]
+    states, opened, start_ply, key = _start(rules, openings, key, num_games)
     total = rules.num_actions - start_ply
     n_chunks = -(-total // chunk)
     # play_match's per-ply keys; the plies past the board's points (every game
