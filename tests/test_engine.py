@@ -60,6 +60,23 @@ def test_analysis_counts_exactly_the_simulations_asked(eng, sims):
     assert np.isclose(a.policy.sum(), 1.0) and np.all(a.policy[board != 0] == 0)
     assert np.isclose(a.prior.sum(), 1.0, atol=1e-5) and np.all(a.prior[board != 0] < 1e-6)
     assert -1.0 <= a.value <= 1.0 and a.win_prob == pytest.approx((a.value + 1) / 2)
+    # Each move's value is known exactly where a simulation went through it.
+    assert np.array_equal(np.isfinite(a.q), a.policy > 0)
+    assert np.all(np.abs(a.q[a.policy > 0]) <= 1.0)
+
+
+def test_move_values_average_to_the_root_value(eng):
+    """The root's value is the mean over its visits: its own evaluation once,
+    then each child's backed-up value once per visit. So (N + 1) * value - sum(N_a * q_a)
+    is the same first evaluation whatever the number of simulations."""
+    rules = eng.rules()
+    state = position(rules, [(4, 4), (5, 5)], [(4, 5), (3, 3)])
+    firsts = []
+    for sims in (8, 24, 40):
+        a = eng.analyse(rules, state, simulations=sims)
+        visits = np.round(a.policy * sims)
+        firsts.append((sims + 1) * a.value - np.nansum(visits * a.q))
+    np.testing.assert_allclose(firsts, firsts[0], atol=1e-4)
 
 
 def test_chunks_grow_one_tree(eng):

@@ -49,7 +49,9 @@ class Analysis(NamedTuple):
     action: the move (row * size + col). value: the root's backed-up value in
     [-1, 1] for the side to move. win_prob: (value + 1) / 2. policy: float[A],
     the root visit distribution (the prior where no search ran). prior: float[A],
-    the net's move probabilities. simulations: run. elapsed: seconds.
+    the net's move probabilities. q: float[A], each move's backed-up value for
+    the side to move (decayed as in the search; NaN where no simulation went).
+    simulations: run. elapsed: seconds.
     reason: 'search', 'win' (a five in one), 'block' (searched among the blocks
     of the opponent's five) or 'prior' (no time to search).
     """
@@ -59,6 +61,7 @@ class Analysis(NamedTuple):
     win_prob: float
     policy: np.ndarray
     prior: np.ndarray
+    q: np.ndarray
     simulations: int
     elapsed: float
     reason: str
@@ -145,7 +148,7 @@ class _Compiled:
 
     start: object  # (variables, exact, state[1], invalid[1, A]) -> (tree, prior[A])
     chunk: object  # (variables, exact, key, tree, start, stop) -> tree
-    results: object  # tree -> (visits[A], value)
+    results: object  # tree -> (visits[A], value, q[A])
     threats: object  # (exact, board[A], stone) -> bool[A]: points that make a five for stone
     wins_on_board: object  # (exact, board[A]) -> bool[A]: stones on a winning line
 
@@ -230,7 +233,9 @@ class Engine:
 
         @jax.jit
         def results(tree):
-            return tree.children_visits[0, mctx.Tree.ROOT_INDEX], tree.node_values[0, 0]
+            root = mctx.Tree.ROOT_INDEX
+            q = tree.qvalues(jnp.full((1,), root, jnp.int32))[0]
+            return tree.children_visits[0, root], tree.node_values[0, root], q
 
         @jax.jit
         def threats(exact, board, me):
@@ -311,7 +316,8 @@ class Engine:
 
         if wins.any():
             action = int(np.argmax(np.where(wins, prior + 1.0, -1.0)))
-            return Analysis(action, 1.0, 1.0, wins / wins.sum(), prior, 0,
+            q = np.where(wins, 1.0, np.nan)
+            return Analysis(action, 1.0, 1.0, wins / wins.sum(), prior, q, 0,
                             time.perf_counter() - t0, "win")
 
         done, last = 0, 0.0
@@ -326,7 +332,7 @@ class Engine:
             stop = min(done + self.chunk, budget)
             tree = fns.chunk(self.variables, exact, jax.random.fold_in(key, done), tree,
                              jnp.int32(done), jnp.int32(stop))
-            visits, value = fns.results(tree)
+            visits, value, q = fns.results(tree)
             visits = np.asarray(visits, np.float64)  # waits for the chunk
             last = time.perf_counter() - now
             done = stop
@@ -336,6 +342,7 @@ class Engine:
             policy = policy / policy.sum() if policy.sum() > 0 else allowed / allowed.sum()
             action = int(np.argmax(np.where(allowed, prior + 1e-12, -1.0)))
             value = 0.0
+            q = np.full(self.num_actions, np.nan)
             reason = "prior"
         else:
             visits = np.where(allowed, visits, 0.0)
@@ -343,10 +350,11 @@ class Engine:
             action = int(np.argmax(np.where(allowed, visits + 1e-3 * prior, -1.0)))
             policy = visits / max(visits.sum(), 1.0)
             value = float(value)
+            q = np.where(visits > 0, np.asarray(q, np.float64), np.nan)
             reason = "block" if allowed is blocks else "search"
         if not legal[action]:  # the guards above make this unreachable
             raise AssertionError(f"engine chose an occupied point {action}")
-        return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, done,
+        return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, q, done,
                         time.perf_counter() - t0, reason)
 
 
