@@ -171,6 +171,13 @@ class SearchConfig:
     policy and everything outside the search stay float32. It is meant for
     accelerators: on 2 CPU cores it ran at 0.7x (9x9, batch 8) to 1.1x (15x15,
     batch 64) float32's speed."""
+    reuse: bool = False
+    """Keep the subtree under the move played (and, in the engine and the web
+    board, under the opponent's reply) as the next search's tree
+    (``agz_jax.tree.reuse``). Its visits count towards the next search's
+    budget: a search then runs only the simulations that fill the tree to
+    ``num_simulations`` visits at the root. PUCT only (Gumbel's sequential
+    halving schedules the root's visits from zero)."""
 
     def __post_init__(self):
         _check(self.algorithm in ALGORITHMS, "search.algorithm", f"must be one of {ALGORITHMS}",
@@ -202,6 +209,10 @@ class SearchConfig:
                "must be true or false", self.threat_values)
         _check(self.dtype in SEARCH_DTYPES, "search.dtype", f"must be one of {SEARCH_DTYPES}",
                self.dtype)
+        _check(isinstance(self.reuse, bool), "search.reuse", "must be true or false", self.reuse)
+        _check(not (self.reuse and self.algorithm == "gumbel"), "search.reuse",
+               "applies to search.algorithm=puct only (Gumbel's sequential halving starts "
+               "from an empty root); set one of them differently", self.reuse)
 
 
 @dataclass(frozen=True)
