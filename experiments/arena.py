@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from agz_jax.config import Config, ConfigError
-from agz_jax.engine import enable_compilation_cache
+from agz_jax.cache import enable_compilation_cache
 from agz_jax.gomoku import MAX_SIZE, MIN_SIZE, RULES
 
 

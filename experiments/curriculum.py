@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         init = model.variables
 
-    from agz_jax.engine import enable_compilation_cache
+    from agz_jax.cache import enable_compilation_cache
 
     enable_compilation_cache()
     import time

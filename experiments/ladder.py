@@ -282,7 +282,7 @@ def play_ladder(args: argparse.Namespace, lines: list[dict]) -> int:
     import jax
 
     from agz_jax import arena
-    from agz_jax.engine import enable_compilation_cache
+    from agz_jax.cache import enable_compilation_cache
     from agz_jax.gomoku import Rules
 
     enable_compilation_cache()

@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # argparse: usage error (already printed) or --help
         return int(e.code or 0)
 
-    from agz_jax.engine import enable_compilation_cache
+    from agz_jax.cache import enable_compilation_cache
 
     enable_compilation_cache()
     from agz_jax import movepred

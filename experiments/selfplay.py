@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import jax
 
-    from agz_jax.engine import enable_compilation_cache
+    from agz_jax.cache import enable_compilation_cache
 
     enable_compilation_cache()
     from rich.console import Console

@@ -449,9 +449,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
 
-    from agz_jax import __version__, engine, models
+    from agz_jax import __version__, cache, engine, models
 
-    engine.enable_compilation_cache()
+    cache.enable_compilation_cache()
 
     def factory():
         try:

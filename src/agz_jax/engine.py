@@ -25,10 +25,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import threading
 import time
-from pathlib import Path
 from typing import NamedTuple
 
 import jax
@@ -37,6 +35,7 @@ import mctx
 import numpy as np
 
 from agz_jax import features, search
+from agz_jax.cache import enable_compilation_cache  # noqa: F401  (kept importable)
 from agz_jax.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.models import Model
 
@@ -65,17 +64,6 @@ class Analysis(NamedTuple):
     simulations: int
     elapsed: float
     reason: str
-
-
-def enable_compilation_cache(default_dir: str | Path | None = None) -> None:
-    """Persist compiled executables between runs so that a new process does not
-    compile again (``AGZ_JAX_NO_CACHE=1`` disables it; ``AGZ_JAX_CACHE_DIR`` moves it)."""
-    if os.environ.get("AGZ_JAX_NO_CACHE"):
-        return
-    where = os.environ.get("AGZ_JAX_CACHE_DIR") or default_dir
-    where = where or Path.home() / ".cache" / "agz_jax" / "xla"
-    jax.config.update("jax_compilation_cache_dir", str(where))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
 def winning_line(rules: Rules, board, action: int) -> list[int]:

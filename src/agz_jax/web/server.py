@@ -295,9 +295,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"warning: serving on {args.host}, not only on this machine; the board has no "
               "authentication", file=sys.stderr)
 
-    from agz_jax import engine, models
+    from agz_jax import cache, engine, models
 
-    engine.enable_compilation_cache()
+    cache.enable_compilation_cache()
     try:
         model = models.load(args.model)
     except models.ModelError as e:
