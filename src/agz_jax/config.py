@@ -1,8 +1,11 @@
 """Typed, frozen, validated configuration and the presets.
 
-Every section is a frozen dataclass whose ``__post_init__`` checks its fields,
-so a bad value fails when the config is built, before anything compiles, with a
-``ConfigError`` that names the field (``search.num_simulations must be ...``).
+Every section is a frozen dataclass whose fields declare what their values must
+be (``setting(default, check)``); ``Section.__post_init__`` checks them all,
+then the few checks across fields, so a bad value fails when the config is
+built, before anything compiles, with a ``ConfigError`` that names the field
+(``search.num_simulations must be a positive integer, got 0``). Every field
+has an attribute docstring: the command lines' ``--help`` shows it.
 Presets are plain data: ``PRESETS[name]`` is a ``Config``.
 """
 
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,58 +24,136 @@ class ConfigError(ValueError):
     """A config value is out of range; the message names the field."""
 
 
-def _check(cond: bool, name: str, msg: str, value: Any) -> None:
-    if not cond:
-        raise ConfigError(f"{name} {msg}, got {value!r}")
+# ------------------------------------------------------------------- declared checks
 
 
-def _is_int(x) -> bool:
+def is_int(x) -> bool:
+    """An int that is not a bool."""
     return isinstance(x, int) and not isinstance(x, bool)
 
 
-def _is_num(x) -> bool:
+def is_num(x) -> bool:
+    """An int or a float that is not a bool."""
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-@dataclass(frozen=True)
-class GameConfig:
-    """The board and the winning rule."""
+def require(cond: bool, name: str, says: str, value: Any) -> None:
+    """ConfigError ``"<name> <says>, got <value!r>"`` unless ``cond``: the one shape
+    of every config error."""
+    if not cond:
+        raise ConfigError(f"{name} {says}, got {value!r}")
 
-    size: int = 15
-    """Board side, 5..19."""
-    rule: str = "freestyle"
-    """'freestyle' (five or more wins, the paper's) or 'standard' (exactly five)."""
+
+@dataclass(frozen=True)
+class Check:
+    """What a field's value must be: ``ok(value)``, else ``"<field> <says>, got <value>"``."""
+
+    ok: Callable[[Any], bool]
+    says: str
+    choices: tuple | None = None  # for ``one_of``: the values (a command line shows them)
+
+
+def integer(lo: int = 0, hi: int | None = None, *, even: bool = False, note: str = "",
+            says: str | None = None) -> Check:
+    """An int in ``lo..hi`` (``hi`` None: no upper bound), even if ``even``."""
+    kind = "an even integer" if even else "an integer"
+    if says is None:
+        if hi is not None:
+            says = f"must be {kind} in {lo}..{hi}"
+        elif lo == 1 and not even:
+            says = "must be a positive integer"
+        else:
+            says = f"must be {kind} >= {lo}"
+        says += f" ({note})" if note else ""
+    return Check(lambda v: is_int(v) and v >= lo and (hi is None or v <= hi)
+                 and (not even or v % 2 == 0), says)
+
+
+def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
+           hi_open: bool = False) -> Check:
+    """An int or float in the interval from ``lo`` to ``hi`` (open ends as said)."""
+    def ok(v) -> bool:
+        return is_num(v) and (lo is None or (v > lo if lo_open else v >= lo)) and (
+            hi is None or (v < hi if hi_open else v <= hi))
+
+    if lo is not None and hi is not None:
+        says = f"must be in {'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
+    elif lo is not None:
+        says = f"must be {'>' if lo_open else '>='} {lo}"
+    else:
+        says = f"must be {'<' if hi_open else '<='} {hi}"
+    return Check(ok, says)
+
+
+def one_of(choices: tuple) -> Check:
+    return Check(lambda v: v in choices, f"must be one of {choices}", tuple(choices))
+
+
+FLAG = Check(lambda v: isinstance(v, bool), "must be true or false")
+TEXT = Check(lambda v: isinstance(v, str), "must be a string")
+
+
+def setting(default: Any, check: Check | None = None) -> Any:
+    """A config field with its default and what its value must be (``validate``)."""
+    return field(default=default, metadata={} if check is None else {"check": check})
+
+
+def validate(section: Any, prefix: str) -> None:
+    """Check every field of the dataclass ``section`` declared with a ``Check``;
+    a ConfigError names the first bad one as ``<prefix>.<field>``."""
+    for f in dataclasses.fields(section):
+        check = f.metadata.get("check")
+        if check is not None:
+            value = getattr(section, f.name)
+            require(check.ok(value), f"{prefix}.{f.name}" if prefix else f.name, check.says,
+                    value)
+
+
+class Section:
+    """Base of a config section (a frozen dataclass): after construction its
+    declared checks run (``validate``), then ``cross_check``, its checks across
+    fields. ``section`` is the prefix its errors name."""
+
+    section = ""
 
     def __post_init__(self):
-        _check(_is_int(self.size) and MIN_SIZE <= self.size <= MAX_SIZE,
-               "game.size", f"must be an integer in {MIN_SIZE}..{MAX_SIZE}", self.size)
-        _check(self.rule in RULES, "game.rule", f"must be one of {RULES}", self.rule)
+        validate(self, self.section)
+        self.cross_check()
+
+    def cross_check(self) -> None:
+        """Checks that involve several fields (none by default)."""
+
+
+# ----------------------------------------------------------------------------- sections
 
 
 @dataclass(frozen=True)
-class FeaturesConfig:
+class GameConfig(Section):
+    """The board and the winning rule."""
+
+    section = "game"
+    size: int = setting(15, integer(MIN_SIZE, MAX_SIZE))
+    """Board side, 5..19."""
+    rule: str = setting("freestyle", one_of(RULES))
+    """'freestyle' (five or more wins, the paper's) or 'standard' (exactly five)."""
+
+
+@dataclass(frozen=True)
+class FeaturesConfig(Section):
     """Input planes of the nets (``agz_jax.features``): the paper's [X, Y, L], then
     Maddison et al.'s optional extras (Table 1), in this order. All off: the
     observation is exactly the paper's 3 planes."""
 
-    history: int = 0
+    section = "features"
+    history: int = setting(0, integer(0))
     """"Turns since": planes marking the stones played 1, 2, ..., k plies ago."""
-    colour: bool = False
+    colour: bool = setting(False, FLAG)
     """A plane of ones when black is to move (zeros for white)."""
-    constant: bool = False
+    constant: bool = setting(False, FLAG)
     """A plane of ones, so that the net sees the board edge through zero padding."""
-    ranks: int = 0
+    ranks: int = setting(0, integer(0))
     """Rank conditioning: k one-hot planes of the strength (``State.rank``) of the
     player whose move is predicted."""
-
-    def __post_init__(self):
-        _check(_is_int(self.history) and self.history >= 0, "features.history",
-               "must be an integer >= 0", self.history)
-        _check(isinstance(self.colour, bool), "features.colour", "must be a bool", self.colour)
-        _check(isinstance(self.constant, bool), "features.constant", "must be a bool",
-               self.constant)
-        _check(_is_int(self.ranks) and self.ranks >= 0, "features.ranks",
-               "must be an integer >= 0", self.ranks)
 
     @property
     def channels(self) -> int:
@@ -80,37 +162,32 @@ class FeaturesConfig:
 
 
 @dataclass(frozen=True)
-class NetConfig:
+class NetConfig(Section):
     """The policy-value net (paper Tables I-III), Double Networks, and Maddison et
     al.'s architecture options (``agz_jax.networks``)."""
 
-    filters: int = 32
-    blocks: int = 2
-    value_hidden: int = 32
-    double: bool = True
+    section = "net"
+    filters: int = setting(32, integer(1))
+    """Channels of every conv layer of the residual tower (the paper: 32)."""
+    blocks: int = setting(2, integer(0))
+    """Residual blocks after the first conv layer (the paper's table: 2; its code: 3)."""
+    value_hidden: int = setting(32, integer(1))
+    """Units of the value head's hidden dense layer (the paper: 32)."""
+    double: bool = setting(True, FLAG)
     """Double Networks (paper III.B): a black net and a white net."""
-    position_bias: bool = False
+    position_bias: bool = setting(False, FLAG)
     """A learned bias per board point and channel in every conv layer."""
-    symmetric: bool = False
+    symmetric: bool = setting(False, FLAG)
     """Conv filters tied to be invariant under the 8 dihedral maps; the heads become
     fully convolutional / globally pooled, so the net is exactly equivariant."""
-    colour_heads: bool = False
+    colour_heads: bool = setting(False, FLAG)
     """One trunk with a black and a white head (Maddison's two softmaxes); an
     alternative to ``double``."""
 
-    def __post_init__(self):
-        _check(_is_int(self.filters) and self.filters >= 1, "net.filters", "must be >= 1",
-               self.filters)
-        _check(_is_int(self.blocks) and self.blocks >= 0, "net.blocks", "must be >= 0",
-               self.blocks)
-        _check(_is_int(self.value_hidden) and self.value_hidden >= 1, "net.value_hidden",
-               "must be >= 1", self.value_hidden)
-        for name in ("double", "position_bias", "symmetric", "colour_heads"):
-            v = getattr(self, name)
-            _check(isinstance(v, bool), f"net.{name}", "must be a bool", v)
-        _check(not (self.colour_heads and self.double), "net.colour_heads",
-               "is an alternative to Double Networks: set net.double=false to use it",
-               self.colour_heads)
+    def cross_check(self):
+        require(not (self.colour_heads and self.double), "net.colour_heads",
+                "is an alternative to Double Networks: set net.double=false to use it",
+                self.colour_heads)
 
     @property
     def num_nets(self) -> int:
@@ -123,44 +200,48 @@ SEARCH_DTYPES = ("float32", "bfloat16")
 
 
 @dataclass(frozen=True)
-class SearchConfig:
+class SearchConfig(Section):
     """Tree search on mctx."""
 
-    algorithm: str = "puct"
+    section = "search"
+    algorithm: str = setting("puct", one_of(ALGORITHMS))
     """'puct' (AlphaGo Zero's c_puct rule, the paper's) or 'gumbel' (Gumbel MuZero)."""
-    num_simulations: int = 400
-    c_puct: float = 5.0
-    qtransform: str = "raw"
+    num_simulations: int = setting(400, integer(1))
+    """Simulations per searched move in self-play (the paper: 1,600)."""
+    c_puct: float = setting(5.0, number(0, lo_open=True))
+    """c_puct of PUCT's U = c_puct P sqrt(sum N) / (1 + N) (the paper: 5)."""
+    qtransform: str = setting("raw", one_of(QTRANSFORMS))
     """'raw': Q in [-1, 1], unvisited 0 (the paper's); 'minmax': mctx's normalisation."""
-    dirichlet_fraction: float = 0.25
+    dirichlet_fraction: float = setting(0.25, number(0, 1))
     """Root noise in self-play only; 0 disables it."""
-    dirichlet_alpha: float = 0.3
-    max_considered_actions: int = 16
+    dirichlet_alpha: float = setting(0.3, number(0, lo_open=True))
+    """Alpha of the root's Dirichlet noise (0.3, as AlphaZero's chess)."""
+    max_considered_actions: int = setting(16, integer(1))
     """Gumbel only: actions considered at the root."""
-    forced_moves: bool = False
+    forced_moves: bool = setting(False, FLAG)
     """At every node of the tree, search only the forced moves when there are
     any: the mover's own fives, else the blocks of the opponent's fives, else
-    the mover's open fours and double fours (``search.search_moves``). This
+    the mover's open fours and double fours (``tactics.search_moves``). This
     never changes a position's game value and lets the search read forcing
     lines deeply. False is plain AlphaZero search."""
-    answer_threats: bool = False
+    answer_threats: bool = setting(False, FLAG)
     """With ``forced_moves``, a fourth kind: when the opponent can make an open
     four or a double four, search only the mover's fours and the moves that
-    leave the opponent no such move (``search.threat_answers``); every other
+    leave the opponent no such move (``tactics.threat_answers``); every other
     move loses in four plies."""
-    answer_four_threes: bool = False
+    answer_four_threes: bool = setting(False, FLAG)
     """With ``answer_threats``, a fifth kind: when the opponent has a
     four-three point (a four and, on another line, an open three), search only
     the mover's fours and the moves that leave it none
-    (``search.four_three_answers``). Every other move loses in six plies
+    (``tactics.four_three_answers``). Every other move loses in six plies
     unless the forced block of the four makes the mover a four."""
-    threat_values: bool = False
+    threat_values: bool = setting(False, FLAG)
     """Value a searched position by the win its stones force, when they force
-    one (``search.threat_value``): the mover's five, open four or double four,
+    one (``tactics.threat_value``): the mover's five, open four or double four,
     four-three, or a four whose block leaves it one of those; else by the net.
     A move that leaves the opponent such a win is then seen to lose as soon as
     it is expanded, not only when the search has read the win to its end."""
-    dtype: str = "float32"
+    dtype: str = setting("float32", one_of(SEARCH_DTYPES))
     """What the nets compute in during search (root and every expanded node):
     'float32', or 'bfloat16' (mixed precision: params and observations cast,
     BatchNorm statistics, logits and values float32; ``Networks.evaluate``).
@@ -171,7 +252,7 @@ class SearchConfig:
     policy and everything outside the search stay float32. It is meant for
     accelerators: on 2 CPU cores it ran at 0.7x (9x9, batch 8) to 1.1x (15x15,
     batch 64) float32's speed."""
-    reuse: bool = False
+    reuse: bool = setting(False, FLAG)
     """Keep the subtree under the move played (and, in the engine and the web
     board, under the opponent's reply) as the next search's tree
     (``agz_jax.tree.reuse``). Its visits count towards the next search's
@@ -179,176 +260,122 @@ class SearchConfig:
     ``num_simulations`` visits at the root. PUCT only (Gumbel's sequential
     halving schedules the root's visits from zero)."""
 
-    def __post_init__(self):
-        _check(self.algorithm in ALGORITHMS, "search.algorithm", f"must be one of {ALGORITHMS}",
-               self.algorithm)
-        _check(_is_int(self.num_simulations) and self.num_simulations >= 1,
-               "search.num_simulations", "must be a positive integer", self.num_simulations)
-        _check(_is_num(self.c_puct) and self.c_puct > 0, "search.c_puct", "must be > 0",
-               self.c_puct)
-        _check(self.qtransform in QTRANSFORMS, "search.qtransform",
-               f"must be one of {QTRANSFORMS}", self.qtransform)
-        _check(_is_num(self.dirichlet_fraction) and 0 <= self.dirichlet_fraction <= 1,
-               "search.dirichlet_fraction", "must be in [0, 1]", self.dirichlet_fraction)
-        _check(_is_num(self.dirichlet_alpha) and self.dirichlet_alpha > 0,
-               "search.dirichlet_alpha", "must be > 0", self.dirichlet_alpha)
-        _check(_is_int(self.max_considered_actions) and self.max_considered_actions >= 1,
-               "search.max_considered_actions", "must be >= 1", self.max_considered_actions)
-        _check(isinstance(self.forced_moves, bool), "search.forced_moves",
-               "must be true or false", self.forced_moves)
-        _check(isinstance(self.answer_threats, bool), "search.answer_threats",
-               "must be true or false", self.answer_threats)
-        _check(self.forced_moves or not self.answer_threats, "search.answer_threats",
-               "needs search.forced_moves (it is their fourth kind)", self.answer_threats)
-        _check(isinstance(self.answer_four_threes, bool), "search.answer_four_threes",
-               "must be true or false", self.answer_four_threes)
-        _check(self.answer_threats or not self.answer_four_threes, "search.answer_four_threes",
-               "needs search.answer_threats (it is the fifth kind after it)",
-               self.answer_four_threes)
-        _check(isinstance(self.threat_values, bool), "search.threat_values",
-               "must be true or false", self.threat_values)
-        _check(self.dtype in SEARCH_DTYPES, "search.dtype", f"must be one of {SEARCH_DTYPES}",
-               self.dtype)
-        _check(isinstance(self.reuse, bool), "search.reuse", "must be true or false", self.reuse)
-        _check(not (self.reuse and self.algorithm == "gumbel"), "search.reuse",
-               "applies to search.algorithm=puct only (Gumbel's sequential halving starts "
-               "from an empty root); set one of them differently", self.reuse)
+    def cross_check(self):
+        require(self.forced_moves or not self.answer_threats, "search.answer_threats",
+                "needs search.forced_moves (it is their fourth kind)", self.answer_threats)
+        require(self.answer_threats or not self.answer_four_threes, "search.answer_four_threes",
+                "needs search.answer_threats (it is the fifth kind after it)",
+                self.answer_four_threes)
+        require(not (self.reuse and self.algorithm == "gumbel"), "search.reuse",
+                "applies to search.algorithm=puct only (Gumbel's sequential halving starts "
+                "from an empty root); set one of them differently", self.reuse)
 
 
 @dataclass(frozen=True)
-class DecayConfig:
+class DecayConfig(Section):
     """Winning Value Decay (paper III.C)."""
 
-    gamma: float = 0.95
+    section = "decay"
+    gamma: float = setting(0.95, number(0, 1, lo_open=True))
     """Per-ply decay of backed-up values and of the z labels; 1.0 is plain AlphaZero."""
-
-    def __post_init__(self):
-        _check(_is_num(self.gamma) and 0 < self.gamma <= 1, "decay.gamma", "must be in (0, 1]",
-               self.gamma)
 
 
 MOVE_POLICIES = ("semi_stochastic", "stochastic", "deterministic")
 
 
 @dataclass(frozen=True)
-class SelfPlayConfig:
-    num_games: int = 64
+class SelfPlayConfig(Section):
+    """Self-play (paper IV.D): the best net plays itself with search."""
+
+    section = "selfplay"
+    num_games: int = setting(64, integer(1))
     """Games played at once (the vmapped batch)."""
-    move_policy: str = "semi_stochastic"
+    move_policy: str = setting("semi_stochastic", one_of(MOVE_POLICIES))
     """'stochastic' (pi ~ N), 'deterministic' (argmax N) or 'semi_stochastic'
     (tau = tau_base ** (move // 2) until tau < tau_min, then argmax; the paper's)."""
-    tau_base: float = 0.8
-    tau_min: float = 0.04
-    continuous: bool = False
+    tau_base: float = setting(0.8, number(0, 1, lo_open=True))
+    """semi_stochastic: tau = tau_base ** (move // 2) (the paper: 0.8)."""
+    tau_min: float = setting(0.04, number(0, 1, lo_open=True))
+    """semi_stochastic: once tau falls below this, the move is the argmax (the
+    paper: 0.04)."""
+    continuous: bool = setting(False, FLAG)
     """False (lockstep): every iteration plays ``num_games`` games from their first
     move in one scan, which searches on until the longest game ends. True: the
     ``num_games`` slots play on across iterations, a slot whose game ends starts
     a new one inside the jitted loop, and each finished game goes to the replay
     at once (``selfplay.make_continuous``): no search is spent on finished games."""
-    steps: int = 64
+    steps: int = setting(64, integer(1))
     """Continuous only: search steps per iteration (each slot plays one move per
     step, so an iteration searches ``num_games * steps`` positions)."""
 
-    def __post_init__(self):
-        _check(_is_int(self.num_games) and self.num_games >= 1, "selfplay.num_games",
-               "must be a positive integer", self.num_games)
-        _check(isinstance(self.continuous, bool), "selfplay.continuous",
-               "must be true or false", self.continuous)
-        _check(_is_int(self.steps) and self.steps >= 1, "selfplay.steps",
-               "must be a positive integer", self.steps)
-        _check(self.move_policy in MOVE_POLICIES, "selfplay.move_policy",
-               f"must be one of {MOVE_POLICIES}", self.move_policy)
-        _check(_is_num(self.tau_base) and 0 < self.tau_base <= 1, "selfplay.tau_base",
-               "must be in (0, 1]", self.tau_base)
-        _check(_is_num(self.tau_min) and 0 < self.tau_min <= 1, "selfplay.tau_min",
-               "must be in (0, 1]", self.tau_min)
-
 
 @dataclass(frozen=True)
-class ReplayConfig:
-    capacity: int = 100_000
+class ReplayConfig(Section):
+    """The replay buffer of (s, pi, z) examples, sampled uniformly."""
+
+    section = "replay"
+    capacity: int = setting(100_000, integer(1))
     """Positions kept per net (the buffer is split by colour with Double Networks)."""
 
-    def __post_init__(self):
-        _check(_is_int(self.capacity) and self.capacity >= 1, "replay.capacity",
-               "must be a positive integer", self.capacity)
-
 
 @dataclass(frozen=True)
-class TrainConfig:
-    batch_size: int = 512
+class TrainConfig(Section):
+    """SGD on the replay (paper IV.D; the original code's hyper-parameters)."""
+
+    section = "train"
+    batch_size: int = setting(512, integer(1))
     """Positions per step, per net."""
-    steps_per_iteration: int = 100
-    learning_rate: float = 2e-3
-    momentum: float = 0.9
-    nesterov: bool = True
-    l2: float = 1e-4
+    steps_per_iteration: int = setting(100, integer(1))
+    """SGD steps per iteration."""
+    learning_rate: float = setting(2e-3, number(0, lo_open=True))
+    """SGD learning rate (the paper: 2e-3)."""
+    momentum: float = setting(0.9, number(0, 1, hi_open=True))
+    """SGD momentum (the paper: 0.9); 0: plain SGD."""
+    nesterov: bool = setting(True, FLAG)
+    """Nesterov momentum (the paper's)."""
+    l2: float = setting(1e-4, number(0))
     """c in the loss (z - v)^2 - pi^T log p + c ||theta||^2 (kernels only)."""
-    min_replay: int = 512
+    min_replay: int = setting(512, integer(0))
     """Train only once each net's buffer holds this many positions."""
 
-    def __post_init__(self):
-        for name in ("batch_size", "steps_per_iteration", "min_replay"):
-            v = getattr(self, name)
-            _check(_is_int(v) and v >= (0 if name == "min_replay" else 1), f"train.{name}",
-                   "must be a positive integer", v)
-        _check(_is_num(self.learning_rate) and self.learning_rate > 0, "train.learning_rate",
-               "must be > 0", self.learning_rate)
-        _check(_is_num(self.momentum) and 0 <= self.momentum < 1, "train.momentum",
-               "must be in [0, 1)", self.momentum)
-        _check(_is_num(self.l2) and self.l2 >= 0, "train.l2", "must be >= 0", self.l2)
-
 
 @dataclass(frozen=True)
-class GatingConfig:
+class GatingConfig(Section):
     """Evaluation match of the candidate against the best net (AlphaGo Zero)."""
 
-    enabled: bool = True
-    num_games: int = 20
+    section = "gating"
+    enabled: bool = setting(True, FLAG)
+    """False: no match; every trained net becomes the best at once (AlphaZero's way)."""
+    num_games: int = setting(20, integer(2, even=True))
     """Even: half with the candidate as black, half as white."""
-    num_simulations: int = 400
-    threshold: float = 0.55
+    num_simulations: int = setting(400, integer(1))
+    """Simulations per move of both players."""
+    threshold: float = setting(0.55, number(0, 1))
     """The candidate replaces the best if its score (wins + draws/2) / games >= this."""
-    every: int = 1
+    every: int = setting(1, integer(1))
     """Gate every this many iterations; in between the candidate trains on and the
     best net keeps playing (the match's cost amortised over several iterations)."""
-    chunk: int = 0
+    chunk: int = setting(0, integer(0, note="0: one scan per match"))
     """0: the match in one jitted scan, every ply at full batch until its longest
     game ends. n: n plies per jitted chunk, finished games dropped between chunks
     (``arena.play_match_compact``; not vmapped over seeds)."""
 
-    def __post_init__(self):
-        _check(_is_int(self.num_games) and self.num_games >= 2 and self.num_games % 2 == 0,
-               "gating.num_games", "must be an even integer >= 2", self.num_games)
-        _check(_is_int(self.every) and self.every >= 1, "gating.every",
-               "must be a positive integer", self.every)
-        _check(_is_int(self.chunk) and self.chunk >= 0, "gating.chunk",
-               "must be an integer >= 0 (0: one scan per match)", self.chunk)
-        _check(_is_int(self.num_simulations) and self.num_simulations >= 1,
-               "gating.num_simulations", "must be a positive integer", self.num_simulations)
-        _check(_is_num(self.threshold) and 0 <= self.threshold <= 1, "gating.threshold",
-               "must be in [0, 1]", self.threshold)
-
 
 @dataclass(frozen=True)
-class EvalConfig:
+class EvalConfig(Section):
     """Periodic match of the best net (with search) against a uniformly random player."""
 
-    every: int = 5
+    section = "eval"
+    every: int = setting(5, integer(0, note="0: never"))
     """Every this many iterations (and after the last); 0 disables it."""
-    num_games: int = 100
-    num_simulations: int = 64
-
-    def __post_init__(self):
-        _check(_is_int(self.every) and self.every >= 0, "eval.every", "must be >= 0", self.every)
-        _check(_is_int(self.num_games) and self.num_games >= 2 and self.num_games % 2 == 0,
-               "eval.num_games", "must be an even integer >= 2", self.num_games)
-        _check(_is_int(self.num_simulations) and self.num_simulations >= 1,
-               "eval.num_simulations", "must be a positive integer", self.num_simulations)
+    num_games: int = setting(100, integer(2, even=True))
+    """Games of the match (even: half with the net as black)."""
+    num_simulations: int = setting(64, integer(1))
+    """Simulations per move of the net's search."""
 
 
 @dataclass(frozen=True)
-class ParallelConfig:
+class ParallelConfig(Section):
     """Data parallelism over a device mesh (``agz_jax.parallel``).
 
     Self-play games and training batches are split over the devices of a 1-D
@@ -360,60 +387,46 @@ class ParallelConfig:
     line, not here: see ``experiments/selfplay.py --help``.
     """
 
-    devices: int = 0
+    section = "parallel"
+    devices: int = setting(0, integer(0, says="must be 0 (every device) or a positive integer"))
     """Devices in the mesh: 0 = every device of every process; n = the first n."""
-
-    def __post_init__(self):
-        _check(_is_int(self.devices) and self.devices >= 0, "parallel.devices",
-               "must be 0 (every device) or a positive integer", self.devices)
 
 
 @dataclass(frozen=True)
-class OpeningsConfig:
+class OpeningsConfig(Section):
     """Balanced opening positions (``agz_jax.openings``) for self-play, gating and
     evaluation, so that black's first-move advantage does not swamp what is learned
     and measured. Matches play each opening with both colours."""
 
-    path: str = ""
+    section = "openings"
+    path: str = setting("", TEXT)
     """'' starts every game on the empty board; else a shipped set's name
     (``agz_jax/data/*.txt``, e.g. 'balanced15') or an opening file's path."""
-    empty_fraction: float = 0.0
+    empty_fraction: float = setting(0.0, number(0, 1))
     """Self-play only: this fraction of games starts from the empty board instead
     of an opening, so that the nets also learn the first moves (matches always
     start from the set)."""
-
-    def __post_init__(self):
-        _check(isinstance(self.path, str), "openings.path", "must be a string", self.path)
-        _check(_is_num(self.empty_fraction) and 0 <= self.empty_fraction <= 1,
-               "openings.empty_fraction", "must be in [0, 1]", self.empty_fraction)
 
 
 STAGES = ("basic", "imitate", "selfplay")
 
 
 @dataclass(frozen=True)
-class BasicConfig:
+class BasicConfig(Section):
     """Curriculum stage 1 (paper IV.B): supervised training on generated
     basic-rule positions (``agz_jax.curriculum.basic_rules``)."""
 
-    num_positions: int = 80_000
+    section = "basic"
+    num_positions: int = setting(80_000, integer(1))
     """Generated training positions (the paper: 80,000)."""
-    held_out: int = 2_000
+    held_out: int = setting(2_000, integer(1))
     """Further positions, generated with another key, for the held-out metrics."""
-    steps: int = 1_000
+    steps: int = setting(1_000, integer(0))
     """SGD steps (batch ``train.batch_size`` per net)."""
-
-    def __post_init__(self):
-        _check(_is_int(self.num_positions) and self.num_positions >= 1, "basic.num_positions",
-               "must be a positive integer", self.num_positions)
-        _check(_is_int(self.held_out) and self.held_out >= 1, "basic.held_out",
-               "must be a positive integer", self.held_out)
-        _check(_is_int(self.steps) and self.steps >= 0, "basic.steps", "must be >= 0",
-               self.steps)
 
 
 @dataclass(frozen=True)
-class ImitateConfig:
+class ImitateConfig(Section):
     """Curriculum stage 2 (paper IV.C): imitate the rule-based mentor.
 
     Each round plays ``num_games`` mentor-vs-mentor games, holds out a fraction
@@ -424,68 +437,56 @@ class ImitateConfig:
     student scores at least ``target_score``, or after ``rounds`` rounds.
     """
 
-    level: int = 2
+    section = "imitate"
+    level: int = setting(2, integer(0, 3))
     """Mentor level (0..3) that plays the games and is the opponent to beat."""
-    num_games: int = 256
-    opening_plies: int = 4
+    num_games: int = setting(256, integer(2))
+    """Mentor-vs-mentor games per round."""
+    opening_plies: int = setting(4, integer(0))
     """Random central moves opening every game, so the mentor's games differ."""
-    held_out: float = 0.1
+    held_out: float = setting(0.1, number(0, 1, lo_open=True, hi_open=True))
     """Fraction of each round's games kept out of training (split by game)."""
-    rounds: int = 4
-    steps_per_round: int = 500
-    capacity: int = 100_000
-    eval_games: int = 20
-    eval_simulations: int = 64
-    target_score: float = 0.75
+    rounds: int = setting(4, integer(1))
+    """Rounds at most (games, training, held-out metrics, match)."""
+    steps_per_round: int = setting(500, integer(0))
+    """SGD steps per round."""
+    capacity: int = setting(100_000, integer(1))
+    """Replay positions kept per net across the rounds."""
+    eval_games: int = setting(20, integer(0, even=True, note="0: no match"))
+    """Games of the student (with search) against the mentor after each round
+    (even; 0: no match)."""
+    eval_simulations: int = setting(64, integer(1))
+    """Simulations per move of the student in that match."""
+    target_score: float = setting(0.75, number(0, 1))
     """Stop once the student's score against the mentor reaches this (1.0: never stop
     early)."""
-    chunk: int = 8
+    chunk: int = setting(8, integer(0, note="0: one scan per match"))
     """Plies per jitted chunk of the mentor's games and of the evaluation match;
     finished games leave the batch between chunks (``arena.play_match_compact``).
     0: each match in one scan, every ply at full batch until its last game ends
     (how ``models/default`` was trained; the mentor breaks ties by a key of the
     whole batch, so the two play different games)."""
 
-    def __post_init__(self):
-        _check(_is_int(self.level) and 0 <= self.level <= 3, "imitate.level",
-               "must be a mentor level in 0..3", self.level)
-        for name in ("num_games", "rounds", "capacity", "eval_simulations"):
-            v = getattr(self, name)
-            _check(_is_int(v) and v >= 1, f"imitate.{name}", "must be a positive integer", v)
-        _check(self.num_games >= 2, "imitate.num_games", "must be >= 2", self.num_games)
-        _check(_is_int(self.opening_plies) and self.opening_plies >= 0,
-               "imitate.opening_plies", "must be >= 0", self.opening_plies)
-        _check(_is_num(self.held_out) and 0 < self.held_out < 1, "imitate.held_out",
-               "must be a fraction in (0, 1)", self.held_out)
-        _check(_is_int(self.steps_per_round) and self.steps_per_round >= 0,
-               "imitate.steps_per_round", "must be >= 0", self.steps_per_round)
-        _check(_is_int(self.eval_games) and self.eval_games >= 0 and self.eval_games % 2 == 0,
-               "imitate.eval_games", "must be an even integer >= 0 (0: no match)",
-               self.eval_games)
-        _check(_is_num(self.target_score) and 0 <= self.target_score <= 1,
-               "imitate.target_score", "must be in [0, 1]", self.target_score)
-        _check(_is_int(self.chunk) and self.chunk >= 0, "imitate.chunk",
-               "must be an integer >= 0 (0: one scan per match)", self.chunk)
-
 
 @dataclass(frozen=True)
-class CurriculumConfig:
+class CurriculumConfig(Section):
     """The stages ``python -m experiments.curriculum`` runs, in order."""
 
+    section = "curriculum"
     stages: tuple[str, ...] = STAGES
     """Any of basic, imitate, selfplay, each at most once, in any order."""
 
     def __post_init__(self):
         stages = self.stages
-        if isinstance(stages, str):
+        if isinstance(stages, str):  # "basic,imitate"
             stages = tuple(s.strip() for s in stages.split(",") if s.strip())
-        _check(isinstance(stages, (list, tuple)) and len(stages) >= 1, "curriculum.stages",
-               f"must be a non-empty list of {STAGES}", self.stages)
+        require(isinstance(stages, (list, tuple)) and len(stages) >= 1, "curriculum.stages",
+                f"must be a non-empty list of {STAGES}", self.stages)
         for s in stages:
-            _check(s in STAGES, "curriculum.stages", f"has an unknown stage {s!r}; the "
-                   f"stages are {', '.join(STAGES)}", self.stages)
-        _check(len(set(stages)) == len(stages), "curriculum.stages",
-               "must not repeat a stage", self.stages)
+            require(s in STAGES, "curriculum.stages", f"has an unknown stage {s!r}; the "
+                    f"stages are {', '.join(STAGES)}", self.stages)
+        require(len(set(stages)) == len(stages), "curriculum.stages",
+                "must not repeat a stage", self.stages)
         object.__setattr__(self, "stages", tuple(stages))
 
 
@@ -493,8 +494,12 @@ class CurriculumConfig:
 class Config:
     """One run of self-play reinforcement learning."""
 
-    seed: int = 0
-    iterations: int = 100
+    seed: int = setting(0, integer(0))
+    """Every random number of the run comes from it: the same seed and config on
+    the same machine type and jax build give the same run, resumed or not."""
+    iterations: int = setting(100, integer(1))
+    """Iterations of the loop (self-play, training, gating, evaluation); with
+    ``--resume``, a larger number extends a finished run."""
     game: GameConfig = field(default_factory=GameConfig)
     net: NetConfig = field(default_factory=NetConfig)
     features: FeaturesConfig = field(default_factory=FeaturesConfig)
@@ -512,10 +517,7 @@ class Config:
     curriculum: CurriculumConfig = field(default_factory=CurriculumConfig)
 
     def __post_init__(self):
-        _check(_is_int(self.seed) and self.seed >= 0, "seed", "must be a non-negative integer",
-               self.seed)
-        _check(_is_int(self.iterations) and self.iterations >= 1, "iterations",
-               "must be a positive integer", self.iterations)
+        validate(self, "")
         if self.parallel.devices:
             self.check_devices(self.parallel.devices)
         self.opening_set()  # a missing or unfitting file fails here, before compiling
@@ -536,9 +538,9 @@ class Config:
         """The global batches must split evenly over ``devices`` (ConfigError if not)."""
         for name, value in (("selfplay.num_games", self.selfplay.num_games),
                             ("train.batch_size", self.train.batch_size)):
-            _check(value % devices == 0, name,
-                   f"must be a multiple of the {devices} devices of the mesh "
-                   "(set parallel.devices, or change it)", value)
+            require(value % devices == 0, name,
+                    f"must be a multiple of the {devices} devices of the mesh "
+                    "(set parallel.devices, or change it)", value)
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

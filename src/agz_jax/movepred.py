@@ -46,7 +46,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from agz_jax import arena, records, replay, supervised
-from agz_jax.config import Config, ConfigError, _check, _is_int, _is_num
+from agz_jax.config import (
+    TEXT,
+    Config,
+    ConfigError,
+    Section,
+    integer,
+    is_int,
+    number,
+    require,
+    setting,
+)
 from agz_jax.curriculum import imitation, stages
 from agz_jax.gomoku import Rules
 from agz_jax.mentor import MAX_LEVEL, Mentor
@@ -67,68 +77,58 @@ def parse_opponent(text: str, name: str = "movepred.opponent") -> tuple[str, int
 
 
 @dataclass(frozen=True)
-class MovePredConfig:
+class MovePredConfig(Section):
     """Data, training budget and evaluation of one supervised move-prediction run
     (the net, its features, the optimiser and the seed are the ``Config``'s)."""
 
-    records: str = ""
+    section = "movepred"
+    records: str = setting("", TEXT)
     """A directory of ``.psq`` records to learn from; empty: mentor games."""
     levels: tuple[int, ...] = (1,)
     """Mentor levels playing the games (each level plays itself, equally often); a
     move's rank label is its level's index in this list (0 = the weakest)."""
     num_games: int = 512
     """Mentor games in all (a multiple of 2 x the number of levels)."""
-    opening_plies: int = 2
+    opening_plies: int = setting(2, integer(0))
     """Random central moves opening every mentor game and arena game (not learnt)."""
-    data_seed: int = 0
+    data_seed: int = setting(0, integer(0))
     """The mentor games are a function of this seed (the same for every grid point)."""
-    held_out: float = 0.1
+    held_out: float = setting(0.1, number(0, 1, lo_open=True, hi_open=True))
     """Fraction of the games held out (whole games)."""
-    steps: int = 1000
+    steps: int = setting(1000, integer(1))
     """SGD steps of ``train.batch_size`` positions per net."""
-    log_every: int = 0
+    log_every: int = setting(0, integer(0))
     """Held-out metrics every this many steps (0: at the end only)."""
-    arena_games: int = 100
+    arena_games: int = setting(100, integer(0, even=True, note="0: no match"))
     """Games of the raw net against ``opponent`` (even; 0: no match)."""
     opponent: str = "random"
     """'random' or 'mentor:LEVEL'."""
-    move_bin: int = 10
+    move_bin: int = setting(10, integer(1))
     """Width (in plies) of the bins of the accuracy by move number."""
 
     def __post_init__(self):
         levels = self.levels
-        if isinstance(levels, str):
+        if isinstance(levels, str):  # "0,2"
             try:
                 levels = tuple(int(x) for x in levels.split(",") if x.strip())
             except ValueError:
                 levels = self.levels
-        if isinstance(levels, int) and not isinstance(levels, bool):
+        if is_int(levels):
             levels = (levels,)
-        _check(isinstance(levels, (list, tuple)) and len(levels) >= 1
-               and all(_is_int(v) and 0 <= v <= MAX_LEVEL for v in levels)
-               and list(levels) == sorted(set(levels)), "movepred.levels",
-               f"must be increasing, distinct mentor levels in 0..{MAX_LEVEL}", self.levels)
+        require(isinstance(levels, (list, tuple)) and len(levels) >= 1
+                and all(is_int(v) and 0 <= v <= MAX_LEVEL for v in levels)
+                and list(levels) == sorted(set(levels)), "movepred.levels",
+                f"must be increasing, distinct mentor levels in 0..{MAX_LEVEL}", self.levels)
         object.__setattr__(self, "levels", tuple(levels))
-        _check(isinstance(self.records, str), "movepred.records", "must be a path or ''",
-               self.records)
-        per = 2 * len(levels)
-        _check(_is_int(self.num_games) and self.num_games >= per
-               and self.num_games % per == 0, "movepred.num_games",
-               f"must be a positive multiple of {per} (2 x {len(levels)} levels)",
-               self.num_games)
-        for name in ("opening_plies", "data_seed", "log_every"):
-            v = getattr(self, name)
-            _check(_is_int(v) and v >= 0, f"movepred.{name}", "must be an integer >= 0", v)
-        _check(_is_int(self.steps) and self.steps >= 1, "movepred.steps",
-               "must be a positive integer", self.steps)
-        _check(_is_num(self.held_out) and 0 < self.held_out < 1, "movepred.held_out",
-               "must be a fraction in (0, 1)", self.held_out)
-        _check(_is_int(self.arena_games) and self.arena_games >= 0
-               and self.arena_games % 2 == 0, "movepred.arena_games",
-               "must be an even integer >= 0 (0: no match)", self.arena_games)
+        super().__post_init__()
+
+    def cross_check(self):
+        per = 2 * len(self.levels)
+        require(is_int(self.num_games) and self.num_games >= per
+                and self.num_games % per == 0, "movepred.num_games",
+                f"must be a positive multiple of {per} (2 x {len(self.levels)} levels)",
+                self.num_games)
         parse_opponent(self.opponent)
-        _check(_is_int(self.move_bin) and self.move_bin >= 1, "movepred.move_bin",
-               "must be >= 1", self.move_bin)
 
     @property
     def data_fields(self) -> tuple[str, ...]:
@@ -149,21 +149,21 @@ def check(config: Config, mp: MovePredConfig) -> None:
     """What a run needs of the pair (ConfigError naming the field, before compiling)."""
     ranks = config.features.ranks
     if not mp.records:
-        _check(config.game.rule == "freestyle", "game.rule",
-               "must be freestyle for mentor games (the mentor knows freestyle only)",
-               config.game.rule)
-        _check(ranks in (0, len(mp.levels)), "features.ranks",
-               f"must be 0 or the number of movepred.levels ({len(mp.levels)}): a move's "
-               "rank is its mentor level's index", ranks)
+        require(config.game.rule == "freestyle", "game.rule",
+                "must be freestyle for mentor games (the mentor knows freestyle only)",
+                config.game.rule)
+        require(ranks in (0, len(mp.levels)), "features.ranks",
+                f"must be 0 or the number of movepred.levels ({len(mp.levels)}): a move's "
+                "rank is its mentor level's index", ranks)
     else:
-        _check(ranks == 0, "features.ranks", "must be 0 with movepred.records (records "
-               "carry no rank labels)", ranks)
+        require(ranks == 0, "features.ranks", "must be 0 with movepred.records (records "
+                "carry no rank labels)", ranks)
     if mp.arena_games:
         if parse_opponent(mp.opponent)[0] == "mentor":
-            _check(config.game.rule == "freestyle", "game.rule",
-                   "must be freestyle against the mentor", config.game.rule)
-    _check(mp.opening_plies <= config.game.size ** 2 // 2, "movepred.opening_plies",
-           "must leave room on the board", mp.opening_plies)
+            require(config.game.rule == "freestyle", "game.rule",
+                    "must be freestyle against the mentor", config.game.rule)
+    require(mp.opening_plies <= config.game.size ** 2 // 2, "movepred.opening_plies",
+            "must leave room on the board", mp.opening_plies)
 
 
 # ---------------------------------------------------------------------------- games

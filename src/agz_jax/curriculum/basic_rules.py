@@ -85,8 +85,7 @@ import numpy as np
 
 from agz_jax import features as features_lib
 from agz_jax import symmetry
-from agz_jax.config import FeaturesConfig, _is_int, _is_num
-from agz_jax.config import _check as config_check
+from agz_jax.config import FeaturesConfig, Section, integer, number, one_of, require, setting
 from agz_jax.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.replay import Examples
 
@@ -94,6 +93,8 @@ KINDS = ("four_attack", "four_defence", "three_attack", "three_defence")
 FOUR_ATTACK, FOUR_DEFENCE, THREE_ATTACK, THREE_DEFENCE = range(4)
 COLOURS = ("both", "black", "white", "paper")
 POLICIES = ("uniform", "one_hot")
+FRACTION = number(0, 1)
+OVERSAMPLE = number(1, 16)
 DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))  # as gomoku's: -, |, \, /
 
 # Templates along a line, one character a cell:
@@ -115,57 +116,44 @@ _MARGIN = 4  # three-defence candidates: the template's cells and 4 more each si
 _CHUNK = 256  # candidates per vmapped chunk (bounds memory; not a semantic knob)
 
 
-def _check(cond: bool, name: str, msg: str, value) -> None:
-    config_check(cond, f"basic_rules.{name}", msg, value)
-
-
 @dataclasses.dataclass(frozen=True)
-class BasicRulesConfig:
-    """Stage 1's generated positions (paper IV.B). Errors name ``basic_rules.<field>``."""
+class BasicRulesConfig(Section):
+    """How stage 1's positions are generated (paper IV.B); how many, and the
+    training on them, are the run config's ``basic`` section. Errors name
+    ``basic_rules.<field>``."""
 
-    num_positions: int = 80_000
-    """Positions generated (the paper: eighty thousand)."""
-    min_noise: int = 0
-    max_noise: int = 12
-    """Noise stones per colour on top of those the stone counts need: uniform in
-    ``min_noise..max_noise``."""
-    noise_radius: int = 0
+    section = "basic_rules"
+    min_noise: int = setting(0, integer(0))
+    """Fewest noise stones per colour on top of those the stone counts need."""
+    max_noise: int = setting(12, integer(0))
+    """Most noise stones per colour: uniform in ``min_noise..max_noise``."""
+    noise_radius: int = setting(0, integer(0))
     """0: noise anywhere on the board; r > 0: within Chebyshev distance r of the pattern."""
-    four_attack: float = 0.3
-    four_defence: float = 0.3
-    three_attack: float = 0.2
-    three_defence: float = 0.2
-    """Fractions of the four kinds; they sum to 1."""
-    colours: str = "both"
+    four_attack: float = setting(0.3, FRACTION)
+    """Fraction of four-attack positions (the four fractions sum to 1)."""
+    four_defence: float = setting(0.3, FRACTION)
+    """Fraction of four-defence positions."""
+    three_attack: float = setting(0.2, FRACTION)
+    """Fraction of three-attack positions."""
+    three_defence: float = setting(0.2, FRACTION)
+    """Fraction of three-defence positions."""
+    colours: str = setting("both", one_of(COLOURS))
     """Colour of the side to move: 'both' (either, at random: both nets of Double
     Networks learn attack and defence), 'black', 'white', or 'paper' (attack
     with black, defence with white, as the paper describes)."""
-    policy: str = "uniform"
+    policy: str = setting("uniform", one_of(POLICIES))
     """pi over the label points: 'uniform' over all of them, or 'one_hot' on a
     random one."""
-    oversample: float = 1.25
+    oversample: float = setting(1.25, OVERSAMPLE)
     """Candidates generated per position wanted; the first valid ones are kept."""
 
-    def __post_init__(self):
-        _check(_is_int(self.num_positions) and self.num_positions >= 1, "num_positions",
-               "must be a positive integer", self.num_positions)
-        _check(_is_int(self.min_noise) and self.min_noise >= 0, "min_noise",
-               "must be an integer >= 0", self.min_noise)
-        _check(_is_int(self.max_noise) and self.max_noise >= self.min_noise, "max_noise",
-               f"must be an integer >= min_noise ({self.min_noise})", self.max_noise)
-        _check(_is_int(self.noise_radius) and self.noise_radius >= 0, "noise_radius",
-               "must be an integer >= 0", self.noise_radius)
-        for name in KINDS:
-            v = getattr(self, name)
-            _check(_is_num(v) and 0 <= v <= 1, name, "must be a fraction in [0, 1]", v)
+    def cross_check(self):
+        require(self.max_noise >= self.min_noise, "basic_rules.max_noise",
+                f"must be an integer >= min_noise ({self.min_noise})", self.max_noise)
         total = sum(getattr(self, name) for name in KINDS)
-        _check(abs(total - 1) < 1e-6, "three_defence",
-               f"and the other kind fractions ({', '.join(KINDS)}) must sum to 1 (sum {total})",
-               self.three_defence)
-        _check(self.colours in COLOURS, "colours", f"must be one of {COLOURS}", self.colours)
-        _check(self.policy in POLICIES, "policy", f"must be one of {POLICIES}", self.policy)
-        _check(_is_num(self.oversample) and 1 <= self.oversample <= 16, "oversample",
-               "must be a number in [1, 16]", self.oversample)
+        require(abs(total - 1) < 1e-6, "basic_rules.three_defence",
+                f"and the other kind fractions ({', '.join(KINDS)}) must sum to 1 (sum {total})",
+                self.three_defence)
 
     def counts(self, num_positions: int) -> tuple[int, ...]:
         """Positions of each kind: the fractions times ``num_positions``, rounded
