@@ -1,4 +1,5 @@
-"""A web board: play the model in a browser, on this machine, without internet.
+"""A web analysis board: play or analyse with the model in a browser, on this
+machine, without internet.
 
     python -m agz_jax.web [--model default] [--port 8000] [--sims 200]
     make play
@@ -9,14 +10,30 @@ warning). The server keeps no game state: every request carries the whole
 game as a list of actions (``row * size + col``), which the server replays and
 validates before it answers.
 
-API (JSON in, JSON out; errors are ``400 {"error": "..."}`` naming the problem):
+API (JSON in, JSON out; every malformed request gets ``400 {"error": "..."}``
+naming the problem):
 
 * ``GET /api/info`` -> model name, board size, rule, simulation limits.
 * ``POST /api/move`` ``{"moves": [...], "sims": n, "rule": "freestyle"}`` -> the
   position's status and, unless the game is over, the engine's move for the
-  side to move with its win probability and move probabilities (heat map).
+  side to move with the analysis behind it.
+* ``POST /api/analyse`` (same body) -> the position's status and, unless the
+  game is over, the engine's analysis of the position to play, without playing:
+  value and win probability for the side to move, per-point visits, visit
+  distribution (heat map), prior and backed-up value ``q``, and the top
+  ``candidates`` (most visits first).
+* ``POST /api/status`` ``{"moves": [...], "rule": ...}`` -> the position's status
+  (over or not, winner, winning line, side to move), no search.
+* ``POST /api/load`` ``{"psq": "<text of a .psq file>", "rule": ...}`` -> the
+  record's moves and times, replayed and validated, and the final status.
 * ``POST /api/psq`` ``{"moves": [...], "times": [...], "black": "...",
   "white": "..."}`` -> the game as a Piskvork ``.psq`` file (download).
+
+Hardening: requests must name this machine in ``Host`` (localhost, 127.0.0.1,
+[::1], the ``--host`` address and any ``--allow-host``; DNS rebinding gets
+400), bodies are bounded in size, nesting depth and integer length, sockets
+time out (``--timeout``), at most ``--max-connections`` are served at once
+(more get 503), and clients that hang up are not logged unless ``--verbose``.
 """
 
 from __future__ import annotations
@@ -24,7 +41,10 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import json
+import math
 import os
+import re
+import socket
 import sys
 import tempfile
 import threading
@@ -36,11 +56,81 @@ STATIC = Path(__file__).resolve().parent / "static"
 CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                  ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
 MAX_BODY = 64 * 1024
+MAX_DEPTH = 8          # the API's bodies nest 2 deep (an object holding lists)
+MAX_INT_DIGITS = 15    # larger integers are never meaningful here
 NAME_CHARS = 40
+TOP_MOVES = 10         # candidates listed by /api/analyse
+MAX_TIME_MS = 10**9    # a loaded record's per-move times are clamped to 0..this
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+_CONTENT_LENGTH = re.compile(r"[0-9]{1,12}")  # ASCII digits only (str.isdigit takes '²')
+_PORT = re.compile(r"[0-9]{1,5}")
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+_LONG_NUMBER = re.compile(f"[0-9]{{{MAX_INT_DIGITS + 1},}}")
 
 
 class BadRequest(Exception):
     """A request that cannot be served; the message goes back to the page."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+# -- request bodies ------------------------------------------------------------------------
+
+def _nesting(text: str) -> int:
+    """How deep ``text``'s arrays and objects nest (strings skipped); stops counting
+    past ``MAX_DEPTH``. Checked before parsing, so that no input reaches the parser's
+    recursion limit."""
+    depth = deepest = 0
+    for m in _BRACKETS.finditer(_JSON_STRING.sub('""', text)):
+        depth += 1 if m.group() in "[{" else -1
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            break
+    return deepest
+
+
+def _parse_int(digits: str) -> int:
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise BadRequest(f"an integer with {len(digits.lstrip('-'))} digits; at most "
+                         f"{MAX_INT_DIGITS}")
+    return int(digits)
+
+
+def _parse_constant(name: str):
+    raise BadRequest(f"{name} is not a JSON value")
+
+
+def _unique_keys(pairs: list) -> dict:
+    body = {}
+    for key, value in pairs:
+        if key in body:
+            raise BadRequest(f"the key {key[:40]!r} appears twice in one object")
+        body[key] = value
+    return body
+
+
+def parse_json(raw: bytes) -> dict:
+    """A request body -> a JSON object, or ``BadRequest`` saying why not."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise BadRequest(f"the body is not valid JSON: not UTF-8 ({e.reason} at byte "
+                         f"{e.start})") from e
+    if _nesting(text) > MAX_DEPTH:
+        raise BadRequest(f"the body nests JSON arrays or objects more than {MAX_DEPTH} deep")
+    try:
+        body = json.loads(text, parse_int=_parse_int, parse_constant=_parse_constant,
+                          object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as e:
+        raise BadRequest(f"the body is not valid JSON: {e}") from e
+    except RecursionError as e:  # unreachable after _nesting; kept as a second guard
+        raise BadRequest("the body nests JSON too deep") from e
+    if not isinstance(body, dict):
+        raise BadRequest("the body must be a JSON object")
+    return body
 
 
 def _field(body: dict, key: str, kind, default=None, required: bool = False):
@@ -68,6 +158,18 @@ def _int_list(body: dict, key: str, limit: int, required: bool) -> list[int] | N
     return values
 
 
+def _only(body: dict, keys: tuple[str, ...]) -> None:
+    for key in body:
+        if key not in keys:
+            raise BadRequest(f"unknown field {key[:40]!r} (expected {', '.join(keys)})")
+
+
+def _rounded(values, digits: int = 4) -> list:
+    return [None if math.isnan(v) else round(float(v), digits) for v in values]
+
+
+# -- the engine behind the page ------------------------------------------------------------
+
 class Game:
     """The engine behind the page, shared by the request threads (one search at a time)."""
 
@@ -89,23 +191,32 @@ class Game:
         model = self.engine.model
         return {"model": model.name, "size": self.size, "rule": model.rules.rule,
                 "rules": ["freestyle", "standard"], "default_sims": self.default_sims,
-                "max_sims": self.engine.max_simulations}
+                "max_sims": self.engine.max_simulations, "top_moves": TOP_MOVES}
 
-    def _replay(self, body: dict):
-        moves = _int_list(body, "moves", self.num_actions, required=True)
-        rule = _field(body, "rule", str, default=self.engine.model.rules.rule)
+    def _replay(self, moves: list[int], rule):
         if rule not in ("freestyle", "standard"):
             raise BadRequest(f"'rule' must be 'freestyle' or 'standard', got {rule[:40]!r}")
-        record = self._records.Record(self.size, moves, [0] * len(moves))
         for i, a in enumerate(moves):
             if not 0 <= a < self.num_actions:
                 raise BadRequest(f"moves[{i}] = {a} is off the {self.size}x{self.size} board "
                                  f"(0..{self.num_actions - 1})")
+        record = self._records.Record(self.size, moves, [0] * len(moves))
         try:
             state = self._records.to_states(record, rule)
         except self._records.RecordError as e:
             raise BadRequest(str(e).removeprefix("record: ")) from e
-        return moves, self.engine.rules(rule), state
+        return self.engine.rules(rule), state
+
+    def _position(self, body: dict):
+        moves = _int_list(body, "moves", self.num_actions, required=True)
+        rule = _field(body, "rule", str, default=self.engine.model.rules.rule)
+        return (moves, *self._replay(moves, rule))
+
+    def _sims(self, body: dict) -> int:
+        sims = _field(body, "sims", int, default=self.default_sims)
+        if not 1 <= sims <= self.engine.max_simulations:
+            raise BadRequest(f"'sims' must be in 1..{self.engine.max_simulations}, got {sims}")
+        return sims
 
     def _status(self, rules, state) -> dict:
         winner = int(state.winner)
@@ -115,20 +226,49 @@ class Game:
         return {"done": bool(state.done), "winner": winner, "line": line,
                 "to_play": int(state.to_play)}
 
+    def _search(self, rules, state, sims: int):
+        with self._lock:
+            return self.engine.analyse(rules, state, simulations=sims,
+                                       deadline=time.perf_counter() + self.max_seconds)
+
+    def describe(self, analysis, state) -> dict:
+        """An ``engine.Analysis`` as JSON: per-point arrays and the top candidates."""
+        import numpy as np
+
+        policy = np.asarray(analysis.policy, np.float64)
+        prior = np.asarray(analysis.prior, np.float64)
+        q = np.asarray(analysis.q, np.float64)
+        visits = getattr(analysis, "visits", None)
+        if visits is None:
+            # The root's children's visits sum to the simulations run, and the
+            # engine's policy is visits / that sum (0 simulations: no visits).
+            visits = np.rint(policy * analysis.simulations)
+        visits = np.asarray(visits).astype(np.int64)
+        empty = np.asarray(state.board) == 0
+        # Most visits first, then the larger share of the policy, then the prior.
+        order = np.lexsort((-prior, -policy, -visits))
+        shown = [int(a) for a in order if empty[a] and (visits[a] > 0 or policy[a] > 0)]
+        candidates = [{"move": a, "visits": int(visits[a]), "policy": round(float(policy[a]), 4),
+                       "q": None if math.isnan(q[a]) else round(float(q[a]), 4),
+                       "prior": round(float(prior[a]), 4)} for a in shown[:TOP_MOVES]]
+        known = analysis.reason != "prior"  # no simulation ran: the value is unknown
+        return {
+            "best": int(analysis.action), "to_play": int(state.to_play),
+            "value": round(float(analysis.value), 4) if known else None,
+            "win_prob": round(float(analysis.win_prob), 4) if known else None,
+            "simulations": int(analysis.simulations), "reason": analysis.reason,
+            "elapsed_ms": round(analysis.elapsed * 1000.0, 1),
+            "candidates": candidates, "visits": [int(v) for v in visits],
+            "policy": _rounded(policy), "prior": _rounded(prior), "q": _rounded(q)}
+
     def move(self, body: dict) -> dict:
-        for key in body:
-            if key not in ("moves", "sims", "rule"):
-                raise BadRequest(f"unknown field {key[:40]!r}")
-        sims = _field(body, "sims", int, default=self.default_sims)
-        if not 1 <= sims <= self.engine.max_simulations:
-            raise BadRequest(f"'sims' must be in 1..{self.engine.max_simulations}, got {sims}")
-        moves, rules, state = self._replay(body)
+        _only(body, ("moves", "sims", "rule"))
+        sims = self._sims(body)
+        moves, rules, state = self._position(body)
         reply = {"moves": moves, "engine_move": None, "analysis": None}
         if not bool(state.done):
-            with self._lock:
-                analysis = self.engine.analyse(
-                    rules, state, simulations=sims,
-                    deadline=time.perf_counter() + self.max_seconds)
+            analysis = self._search(rules, state, sims)
+            reply["analysis"] = self.describe(analysis, state)
             if rules not in self._steps:
                 import jax
 
@@ -136,20 +276,52 @@ class Game:
             state = self._steps[rules](state, analysis.action)
             reply["moves"] = moves + [analysis.action]
             reply["engine_move"] = analysis.action
-            reply["analysis"] = {
-                "value": round(analysis.value, 4), "win_prob": round(analysis.win_prob, 4),
-                "policy": [round(float(p), 4) for p in analysis.policy],
-                "prior": [round(float(p), 4) for p in analysis.prior],
-                "simulations": analysis.simulations, "reason": analysis.reason,
-                "elapsed_ms": round(analysis.elapsed * 1000.0, 1)}
         reply.update(self._status(rules, state))
         return reply
 
+    def analyse(self, body: dict) -> dict:
+        _only(body, ("moves", "sims", "rule"))
+        sims = self._sims(body)
+        moves, rules, state = self._position(body)
+        reply = {"moves": moves, "analysis": None}
+        if not bool(state.done):
+            reply["analysis"] = self.describe(self._search(rules, state, sims), state)
+        reply.update(self._status(rules, state))
+        return reply
+
+    def status(self, body: dict) -> dict:
+        _only(body, ("moves", "rule"))
+        moves, rules, state = self._position(body)
+        return {"moves": moves, **self._status(rules, state)}
+
+    def load(self, body: dict) -> dict:
+        _only(body, ("psq", "rule"))
+        text = _field(body, "psq", str, required=True)
+        rule = _field(body, "rule", str, default=self.engine.model.rules.rule)
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            long = _LONG_NUMBER.search(line)
+            if long:
+                raise BadRequest(f"not a .psq record: line {lineno}: a number with "
+                                 f"{len(long.group())} digits")
+        fd, path = tempfile.mkstemp(suffix=".psq")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(text.encode("utf-8", "replace"))
+            record = self._records.read_psq(path)
+        except ValueError as e:  # RecordError names the file and line
+            raise BadRequest("not a .psq record: " + str(e).replace(f"{path}:", "line ")) from e
+        finally:
+            os.unlink(path)
+        if record.size != self.size:
+            raise BadRequest(f"the record is for a {record.size}x{record.size} board; the "
+                             f"model plays {self.size}x{self.size}")
+        rules, state = self._replay(record.moves, rule)
+        times = [min(max(int(t), 0), MAX_TIME_MS) for t in record.times_ms]
+        return {"moves": record.moves, "times": times, **self._status(rules, state)}
+
     def psq(self, body: dict) -> str:
-        for key in body:
-            if key not in ("moves", "times", "rule", "black", "white"):
-                raise BadRequest(f"unknown field {key[:40]!r}")
-        moves, _, _ = self._replay(body)
+        _only(body, ("moves", "times", "rule", "black", "white"))
+        moves, _, _ = self._position(body)
         times = _int_list(body, "times", self.num_actions, required=False)
         if times is not None and (len(times) != len(moves) or any(t < 0 for t in times)):
             raise BadRequest(f"'times' must hold {len(moves)} non-negative integers (ms)")
@@ -170,15 +342,50 @@ class Game:
             os.unlink(path)
 
 
+# -- HTTP ----------------------------------------------------------------------------------
+
 class Handler(BaseHTTPRequestHandler):
     server_version = "agz_jax-web"
-    game: Game  # set on the subclass made by make_server
+    server: Server
+
+    @property
+    def timeout(self) -> float:  # read by StreamRequestHandler.setup: the socket's timeout
+        return self.server.request_timeout
 
     def log_message(self, format, *args):  # noqa: A002 (the base class's name)
         if self.server.verbose:
             super().log_message(format, *args)
 
+    def handle_one_request(self):
+        self._unread = False  # a POST body not read before answering (see finish)
+        try:
+            super().handle_one_request()
+        except (ConnectionError, TimeoutError) as e:  # the client hung up or stalled
+            self.close_connection = True
+            self.log_message("connection dropped: %s", e)
+
+    def finish(self):
+        super().finish()
+        if getattr(self, "_unread", False):
+            # Lingering close: read what the client still sends, so that closing a
+            # socket with unread data (a RST) does not destroy the error reply.
+            try:
+                self.connection.shutdown(socket.SHUT_WR)
+                self.connection.settimeout(min(1.0, self.timeout))
+                left = 1 << 20
+                while left > 0:
+                    chunk = self.connection.recv(min(left, 65536))
+                    if not chunk:
+                        break
+                    left -= len(chunk)
+            except OSError:
+                pass
+
     def _send(self, status: int, body: bytes, content_type: str, extra: dict | None = None):
+        # http.server answers what it takes for HTTP/0.9 (an unparsable request
+        # line, too) with a bare body; every answer here has a status line.
+        if self.request_version == "HTTP/0.9":
+            self.request_version = "HTTP/1.0"
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -189,16 +396,58 @@ class Handler(BaseHTTPRequestHandler):
         for k, v in (extra or {}).items():
             self.send_header(k, v)
         self.end_headers()
-        if self.command != "HEAD":
+        if self.command != "HEAD" and status not in (204, 304):
             self.wfile.write(body)
 
-    def _json(self, status: int, obj):
-        self._send(status, json.dumps(obj).encode(), "application/json")
+    def _json(self, status: int, obj, extra: dict | None = None):
+        self._send(status, json.dumps(obj).encode(), "application/json", extra)
 
-    def do_GET(self):  # noqa: N802 (http.server's naming)
+    def send_error(self, code, message=None, explain=None):
+        """http.server's own refusals (bad request line, too many headers,
+        unknown method, ...) as JSON with the reason, like the API's."""
+        self.close_connection = True
+        short = self.responses.get(code, ("error",))[0]
+        text = message or short
+        self._json(code, {"error": text}, {"Connection": "close"})
+
+    def _check_host(self) -> None:
+        hosts = self.headers.get_all("Host") or []
+        if len(hosts) != 1:
+            raise BadRequest("exactly one Host header is required")
+        host = hosts[0].strip().lower()
+        name, port = host, ""
+        if host.startswith("["):
+            name, bracket, port = host.partition("]")
+            name += bracket
+            port = port.removeprefix(":") if port.startswith(":") else ("?" if port else "")
+        elif ":" in host:
+            name, _, port = host.partition(":")
+        if (port and not _PORT.fullmatch(port)) or name not in self.server.allowed_hosts:
+            shown = ", ".join(sorted(self.server.allowed_hosts))
+            raise BadRequest(f"Host {hosts[0][:60]!r} is not allowed: this server answers to "
+                             f"{shown} (start it with --allow-host NAME for another name)")
+
+    def _answer(self, route) -> None:
+        """Runs ``route`` (-> status, body, content type, headers); turns a
+        ``BadRequest`` into its status with the message, and anything else into 500."""
+        try:
+            self._check_host()
+            reply = route()
+        except BadRequest as e:
+            self.close_connection = True
+            return self._json(e.status, {"error": str(e)}, {"Connection": "close"})
+        except (ConnectionError, TimeoutError):
+            raise
+        except Exception as e:  # the page gets a reason, the server keeps serving
+            self.server.report(f"internal error on {self.command} {self.path[:80]}: "
+                               f"{type(e).__name__}: {e}")
+            return self._json(500, {"error": f"internal error: {type(e).__name__}: {e}"})
+        self._send(*reply)
+
+    def _get(self):
         path = self.path.split("?", 1)[0]
         if path == "/api/info":
-            return self._json(200, self.server.game.info())
+            return 200, json.dumps(self.server.game.info()).encode(), "application/json"
         if path in ("/", "/index.html"):
             path = "/static/index.html"
         if path.startswith("/static/"):
@@ -206,62 +455,125 @@ class Handler(BaseHTTPRequestHandler):
             # Only the files that ship in static/, by exact name: no traversal.
             files = {p.name: p for p in STATIC.iterdir() if p.is_file()}
             if name in files and files[name].suffix in CONTENT_TYPES:
-                return self._send(200, files[name].read_bytes(),
-                                  CONTENT_TYPES[files[name].suffix])
-        return self._json(404, {"error": f"no such page: {path[:80]}"})
+                return 200, files[name].read_bytes(), CONTENT_TYPES[files[name].suffix]
+        raise BadRequest(f"no such page: {path[:80]}", 404)
+
+    def _post(self):
+        path = self.path.split("?", 1)[0]
+        routes = {"/api/move": self.server.game.move, "/api/analyse": self.server.game.analyse,
+                  "/api/load": self.server.game.load, "/api/status": self.server.game.status}
+        if path not in routes and path != "/api/psq":
+            raise BadRequest(f"no such endpoint: {path[:80]}", 404)
+        body = self._read_json()
+        if path == "/api/psq":
+            return (200, self.server.game.psq(body).encode(), "application/octet-stream",
+                    {"Content-Disposition": 'attachment; filename="agz_jax-game.psq"'})
+        return 200, json.dumps(routes[path](body)).encode(), "application/json"
+
+    def do_GET(self):  # noqa: N802 (http.server's naming)
+        self._answer(self._get)
 
     def do_HEAD(self):  # noqa: N802
-        return self.do_GET()
+        self._answer(self._get)
 
     def do_POST(self):  # noqa: N802
-        path = self.path.split("?", 1)[0]
-        try:
-            body = self._read_json()
-            if path == "/api/move":
-                return self._json(200, self.server.game.move(body))
-            if path == "/api/psq":
-                text = self.server.game.psq(body)
-                return self._send(200, text.encode(), "application/octet-stream", {
-                    "Content-Disposition": 'attachment; filename="agz_jax-game.psq"'})
-            return self._json(404, {"error": f"no such endpoint: {path[:80]}"})
-        except BadRequest as e:
-            return self._json(400, {"error": str(e)})
-        except Exception as e:  # the page gets a reason, the server keeps serving
-            return self._json(500, {"error": f"internal error: {type(e).__name__}: {e}"})
+        self._unread = True
+        self._answer(self._post)
 
     def _read_json(self) -> dict:
+        if self.headers.get("Transfer-Encoding") is not None:
+            raise BadRequest("Transfer-Encoding is not supported: send a Content-Length")
         kind = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
         if kind != "application/json":
             raise BadRequest("Content-Type must be application/json")
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            raise BadRequest("a Content-Length header is required")
-        if int(length) > MAX_BODY:
+        lengths = self.headers.get_all("Content-Length") or []
+        if len(lengths) != 1:
+            raise BadRequest("exactly one Content-Length header is required")
+        if not _CONTENT_LENGTH.fullmatch(lengths[0].strip()):
+            raise BadRequest(f"Content-Length must be a number of bytes in ASCII digits, "
+                             f"got {lengths[0][:20]!r}")
+        length = int(lengths[0])
+        if length > MAX_BODY:
             raise BadRequest(f"request body too large ({length} bytes; at most {MAX_BODY})")
-        raw = self.rfile.read(int(length))
+        self._unread = False
         try:
-            body = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise BadRequest(f"the body is not valid JSON: {e}") from e
-        if not isinstance(body, dict):
-            raise BadRequest("the body must be a JSON object")
-        return body
+            raw = self.rfile.read(length)
+        except TimeoutError as e:
+            raise BadRequest(f"the body did not arrive within {self.timeout:g} s "
+                             f"(Content-Length: {length})", 408) from e
+        if len(raw) < length:
+            raise BadRequest(f"the body ended after {len(raw)} of {length} bytes")
+        return parse_json(raw)
 
 
 class Server(ThreadingHTTPServer):
+    """A thread per connection, at most ``max_connections`` at once (more get 503)."""
+
     daemon_threads = True
 
-    def __init__(self, address, game: Game, verbose: bool = False):
+    def __init__(self, address, game: Game, *, verbose: bool = False, timeout: float = 10.0,
+                 max_connections: int = 32, allowed_hosts=()):
         self.game = game
         self.verbose = verbose
+        self.request_timeout = timeout
+        self.max_connections = max_connections
+        self._slots = threading.BoundedSemaphore(max_connections)
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
         super().__init__(address, Handler)
+        self.allowed_hosts = set(LOOPBACK_NAMES)
+        for host in [address[0], *allowed_hosts]:
+            host = host.strip().lower()
+            if host and host not in ("0.0.0.0", "::"):
+                self.allowed_hosts.add(f"[{host}]" if ":" in host else host)
+
+    def report(self, line: str) -> None:
+        print(f"agz_jax web: {line}", file=sys.stderr, flush=True)
+
+    def process_request(self, request, client_address):
+        if not self._slots.acquire(blocking=False):
+            self._refuse(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+    def _refuse(self, request) -> None:
+        body = json.dumps({"error": f"too many connections (at most {self.max_connections}); "
+                                   "try again"}).encode()
+        head = (f"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n")
+        try:
+            request.settimeout(1.0)
+            request.sendall(head.encode() + body)
+        except OSError:
+            pass
+        self.shutdown_request(request)
+
+    def handle_error(self, request, client_address):
+        error = sys.exc_info()[1]
+        if isinstance(error, (ConnectionError, TimeoutError)):  # the client went away
+            if self.verbose:
+                self.report(f"{client_address[0]}: connection dropped: {error}")
+            return
+        self.report(f"error serving {client_address[0]}: {type(error).__name__}: {error}")
 
 
 def make_server(engine, host: str = "127.0.0.1", port: int = 8000, *, default_sims: int = 200,
-                max_seconds: float = 30.0, verbose: bool = False) -> Server:
+                max_seconds: float = 30.0, verbose: bool = False, timeout: float = 10.0,
+                max_connections: int = 32, allowed_hosts=()) -> Server:
     """An HTTP server (not yet serving) for ``engine``; ``port=0`` picks a free port."""
     return Server((host, port), Game(engine, default_sims=default_sims, max_seconds=max_seconds),
-                  verbose)
+                  verbose=verbose, timeout=timeout, max_connections=max_connections,
+                  allowed_hosts=allowed_hosts)
 
 
 def _is_loopback(host: str) -> bool:
@@ -275,25 +587,43 @@ def _is_loopback(host: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m agz_jax.web",
-                                     description="Play the model in a browser.")
+                                     description="Play or analyse with the model in a browser.")
     parser.add_argument("--model", default="default",
                         help="model name (models/<name>), model directory or run directory")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default localhost)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to bind (default 127.0.0.1); requests may name it in "
+                             "their Host header, besides localhost, 127.0.0.1 and [::1]")
     parser.add_argument("--port", type=int, default=8000, help="0 picks a free port")
+    parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                        help="another name the page may be reached by (the Host header); "
+                             "repeatable")
     parser.add_argument("--sims", type=int, default=200, help="default simulations per move")
     parser.add_argument("--max-sims", type=int, default=1600,
                         help="the most simulations the page may ask for")
     parser.add_argument("--max-seconds", type=float, default=30.0,
                         help="a move's search stops after this long whatever --sims says")
+    parser.add_argument("--timeout", type=float, default=10.0,
+                        help="seconds a connection may stall while sending or receiving")
+    parser.add_argument("--max-connections", type=int, default=32,
+                        help="connections served at once; more are answered 503")
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be in 0..65535, got {args.port}")
     if args.sims < 1 or args.max_sims < 1 or args.max_seconds <= 0:
         parser.error("--sims, --max-sims and --max-seconds must be positive")
+    if not args.timeout > 0 or args.max_connections < 1:
+        parser.error("--timeout and --max-connections must be positive")
+    for name in args.allow_host:
+        if not name or any(c in name for c in " /\\@#?") or not name.isascii():
+            parser.error(f"--allow-host wants a host name or address, got {name!r}")
     if not _is_loopback(args.host):
         print(f"warning: serving on {args.host}, not only on this machine; the board has no "
               "authentication", file=sys.stderr)
+    if args.host in ("0.0.0.0", "::") and not args.allow_host:
+        print("note: the page answers only requests whose Host header names this machine's "
+              "loopback; add --allow-host NAME for each name or address clients use",
+              file=sys.stderr)
 
     from agz_jax import cache, engine, models
 
@@ -310,7 +640,9 @@ def main(argv: list[str] | None = None) -> int:
     eng.warmup()
     try:
         server = make_server(eng, args.host, args.port, default_sims=args.sims,
-                             max_seconds=args.max_seconds, verbose=args.verbose)
+                             max_seconds=args.max_seconds, verbose=args.verbose,
+                             timeout=args.timeout, max_connections=args.max_connections,
+                             allowed_hosts=args.allow_host)
     except OSError as e:
         print(f"error: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
         return 2
