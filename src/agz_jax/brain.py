@@ -4,25 +4,56 @@ protocol on stdin/stdout.
     pbrain-agz [--model default] [--sims 1600] [--debug]
     python -m agz_jax.brain --model models/default
 
-One command a line (CRLF or LF); one reply a line, flushed. Coordinates are
-0-based ``x,y`` with ``x`` the column. Supported: ``START n``, ``RECTSTART w,h``
-(square only), ``RESTART``, ``BEGIN``, ``TURN x,y``, ``BOARD`` ... ``x,y,field``
-... ``DONE`` (field 1 own stone, 2 opponent's), ``TAKEBACK x,y``, ``INFO key
-value``, ``ABOUT``, ``END``. Anything else gets ``UNKNOWN``; a known command with
-bad arguments, out of order, or a position that cannot be played gets
-``ERROR <reason>`` and the engine keeps serving. It never prints an illegal move.
+Lines: a command a line, ended by LF or CR LF; a line may hold at most
+``MAX_LINE`` bytes (its ending not counted). Replies are ASCII, one a line,
+flushed. Coordinates are 0-based ``x,y`` with ``x`` the column. Supported:
+``START n``, ``RECTSTART w,h`` (square only), ``RESTART``, ``BEGIN``, ``TURN
+x,y``, ``BOARD`` ... ``x,y,field`` ... ``DONE`` (field 1 own stone, 2
+opponent's), ``TAKEBACK x,y``, ``INFO key value``, ``ABOUT``, ``END``.
+
+Exactly one reply per command, as a manager that reads one reply per command
+expects (``MESSAGE`` and ``DEBUG`` lines may come before it; they are not
+replies):
+
+- ``INFO`` and ``END`` get no reply, as the protocol says. A bad ``INFO`` value
+  (or an unsupported rule) is ignored, and said in a ``MESSAGE`` line before the
+  next reply (the protocol: "wait with the output of the problem until the
+  manager sends the first command not having an INFO form").
+- ``BOARD`` ... ``DONE`` is one command, answered once, after ``DONE``: a move,
+  or one ``ERROR`` that names the first bad line (``BOARD rejected (stone line
+  3 '1,1,7': ...)``); then the position is as before the block. Every line up to
+  ``DONE`` belongs to the block (other commands there are bad lines), except
+  ``END``. ``BOARD`` with arguments or before ``START`` is answered so at
+  ``DONE`` as well. ``SWAP2BOARD`` ... ``DONE`` gets one ``UNKNOWN``.
+- Every other command gets one reply: its answer, ``UNKNOWN`` for a command
+  word that is not supported, ``ERROR <reason>`` for a known command with bad
+  arguments, out of order, or a position that cannot be played. The engine
+  keeps serving, and it never prints an illegal move.
+- Empty lines (nothing, or only spaces and tabs) are ignored, inside a block too.
+- Command words are ASCII letters and digits, any case (ASCII case only:
+  ``ſtart`` and ``begın`` are not commands); integers are ASCII digits; fields
+  may be padded with spaces and tabs. A line with a NUL byte, a CR anywhere but
+  just before its LF, or more than ``MAX_LINE`` bytes (the rest of it is read
+  and dropped) is a bad line: ``ERROR``, or inside a block, a rejected block.
+  Its command word still counts (it ends at a space, tab, CR or NUL): a bad
+  ``INFO`` line gets no reply, a bad ``DONE`` line still ends its block.
 
 Rules: ``INFO rule`` bit 1 (``rule & 1``) asks for *exactly five* (the
 ``standard`` rule), otherwise five or more wins (``freestyle``). The search and
 the tactical guard follow the game's rule whatever rule the model was trained
-on (said in a ``MESSAGE`` when they differ); renju and caro (bits 4 and 8) are
-not supported (``ERROR``, and play goes on without forbidden moves). The board
-size must be the model's (the net's heads are sized for it).
+on (said in a ``MESSAGE`` when they differ); continuous games, renju and caro
+(bits 2, 4 and 8) are not supported (a ``MESSAGE``; play goes on without them).
+The board size must be the model's (the net's heads are sized for it).
 
-Time: a move's budget is ``min(timeout_turn, time_left / moves_to_go)`` less a
-safety reserve, counted from the moment its command was read; the search runs
-in chunks of simulations and stops when the next chunk would overrun it.
-``timeout_turn 0`` means "as fast as possible" (the net's own choice, guarded).
+Time (``move_budget_ms``): a move's budget is ``min(timeout_turn, time_left /
+moves_to_go)`` less a safety reserve, counted from the moment its command
+(``BOARD``'s first line for a block) was read; ``time_left`` falls back to
+``timeout_match`` less the thinking time used this game, and between two
+``INFO time_left`` lines it is counted down by the thinking time used. The
+search runs in chunks of simulations and stops when the next chunk would
+overrun the budget. ``timeout_turn 0`` means "as fast as possible" (the net's
+own choice, guarded); ``time_left`` may be negative (out of time: as fast as
+possible) and 2147483647 means unlimited; ``timeout_match 0`` is no limit.
 Without any time limit the search runs ``--sims`` simulations. Everything is
 compiled at ``START`` (once for both rules: the rule is a run-time flag) and
 kept in the persistent XLA cache, so the next process starts faster.
@@ -31,6 +62,7 @@ kept in the persistent XLA cache, so the next process starts faster.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import re
 import sys
@@ -40,11 +72,15 @@ from collections.abc import Callable
 import numpy as np
 
 ABOUT = 'name="agz_jax", version="{version}", author="agz_jax authors", country="-"'
-MAX_LINE = 4096
+MAX_LINE = 4096  # bytes a line may hold, its line ending not counted
+UNLIMITED_MS = 2147483647  # INFO time_left when the match time is unlimited
 # INFO values that are integers (milliseconds, bytes, flags).
 # Other keys (folder, evaluate, ...) are ignored, as the protocol asks.
 INT_INFO = ("timeout_turn", "timeout_match", "time_left", "max_memory", "game_type", "rule")
-_INT = re.compile(r"^[+-]?[0-9]{1,12}$")  # ASCII digits only
+BLOCKS = ("BOARD", "SWAP2BOARD")  # commands whose lines run up to DONE
+_INT = re.compile(r"[+-]?[0-9]{1,12}")  # ASCII digits only (fullmatch)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")  # a command word (fullmatch): ASCII only
+_SPACE = " \t"  # the only padding stripped from lines and fields
 
 
 class ProtocolError(Exception):
@@ -52,46 +88,120 @@ class ProtocolError(Exception):
 
 
 def _int(text: str, what: str) -> int:
-    text = text.strip()
-    if not _INT.match(text):
-        raise ProtocolError(f"{what} must be an integer, got {text!r}")
+    text = text.strip(_SPACE)
+    if not _INT.fullmatch(text):
+        raise ProtocolError(f"{what} must be an integer, got {_show(text)}")
     return int(text)
 
 
 def _coords(arg: str, what: str, count: int = 2) -> list[int]:
     parts = arg.split(",")
     if len(parts) != count:
-        raise ProtocolError(f"{what}: expected {count} comma-separated integers, got {arg!r}")
+        raise ProtocolError(f"{what}: expected {count} comma-separated integers, got {_show(arg)}")
     return [_int(p, what) for p in parts]
 
 
+def _split(line: str) -> tuple[str, str]:
+    """A line stripped of spaces and tabs -> (its first word, the rest). A NUL,
+    CR or LF ends the word too, so that a damaged line's command is known."""
+    for i, c in enumerate(line):
+        if c in " \t\r\n\x00":
+            return line[:i], line[i:].strip(_SPACE)
+    return line, ""
+
+
+def _command(word: str) -> str | None:
+    """The upper-cased command word, or None if it is not ASCII letters."""
+    return word.upper() if _WORD.fullmatch(word) else None
+
+
+def damage(line: str) -> str | None:
+    """What makes a line (without its line ending) unreadable, or None."""
+    if "\x00" in line:
+        return "the line contains a NUL byte"
+    if "\r" in line:
+        return "the line contains a CR (0x0d) inside it: lines end with LF or CR LF"
+    if "\n" in line:
+        return "the line contains an LF (0x0a) inside it"
+    return None
+
+
+def move_budget_ms(*, timeout_turn: float | None, timeout_match: float | None,
+                   time_left: float | None, used_ms: float, empty: int) -> float | None:
+    """Milliseconds the next move may think (after the safety reserve); None: no limit.
+
+    Args:
+      timeout_turn: ``INFO timeout_turn`` (0: as fast as possible), None if not sent.
+      timeout_match: ``INFO timeout_match`` (0: no limit), None if not sent;
+        used only when ``time_left`` is None.
+      time_left: what is left of the match (``INFO time_left``, counted down by
+        the time used since); may be negative; ``UNLIMITED_MS`` or more: no limit.
+      used_ms: thinking time used this game (for ``timeout_match``).
+      empty: empty points on the board (the moves still to play, roughly twice).
+    """
+    budgets = []
+    if timeout_turn is not None:
+        budgets.append(float(timeout_turn))
+    left = time_left
+    if left is None and timeout_match:
+        left = timeout_match - used_ms
+    if left is not None and left < UNLIMITED_MS:
+        moves_to_go = min(30, max(5, empty // 2))
+        budgets.append(max(0.0, float(left)) / moves_to_go)
+    if not budgets:
+        return None
+    budget = min(budgets)
+    # Reserve: printing, the manager's own overhead and clock noise.
+    return budget - min(budget, max(40.0, 0.08 * budget))
+
+
+@dataclasses.dataclass
+class _Block:
+    """A ``BOARD`` (or ``SWAP2BOARD``) block being read, up to ``DONE``."""
+
+    command: str
+    t_read: float  # when its first line was read: the move's clock starts there
+    problem: str | None = None  # the first reason to reject the block
+    lines: int = 0  # non-empty lines read after the command
+    stones: dict[int, int] = dataclasses.field(default_factory=dict)  # action -> field
+
+    def reject(self, problem: str):
+        if self.problem is None:
+            self.problem = problem
+
+
 class Brain:
-    """The protocol state machine. ``handle(line)`` returns the reply lines.
+    """The protocol state machine. ``handle(line)`` returns the output lines for
+    one input line: at most one reply, after any ``MESSAGE``/``DEBUG`` lines.
 
     ``engine_factory`` builds the analysis engine (or raises with a reason that
     every ``START`` then reports). The position is kept as a board of fields
     (0 empty, 1 own, 2 opponent) and the order the stones arrived in (for the
-    net's last-move plane and for ``TAKEBACK``).
+    net's last-move plane and for ``TAKEBACK``). ``clock`` (seconds) times the
+    moves; the engine's deadlines are on that clock (a test may pass a fake
+    clock with a fake engine).
     """
 
     def __init__(self, engine_factory: Callable[[], object], *, simulations: int | None = None,
-                 debug: bool = False, version: str = "0"):
+                 debug: bool = False, version: str = "0",
+                 clock: Callable[[], float] = time.perf_counter):
         self._engine_factory = engine_factory
         self.engine = None
         self.engine_error: str | None = None
         self.simulations = simulations
         self.debug = debug
         self.version = version
+        self.clock = clock
         self.size: int | None = None
         self.fields: np.ndarray | None = None  # int8[A]: 0 empty, 1 own, 2 opponent
         self.order: list[int] = []  # actions in the order they were placed
         self.rule_bits = 0
         self.timeout_turn: int | None = None  # ms
         self.timeout_match: int | None = None
-        self.time_left: int | None = None
+        self.time_left: float | None = None  # counted down by our thinking time
         self.used_ms = 0.0  # our thinking time this game (for timeout_match alone)
-        self.board_lines: list[tuple[int, int]] | None = None  # inside BOARD
-        self.board_problem: str | None = None
+        self.block: _Block | None = None  # inside BOARD ... DONE
+        self.notes: list[str] = []  # MESSAGE lines waiting for the next reply
         self.finished = False
         self._warm = False
 
@@ -121,33 +231,65 @@ class Brain:
         self.fields = np.zeros(self.size * self.size, np.int8)
         self.order = []
         self.used_ms = 0.0
-        self.board_lines = None
 
-    # -- the commands ----------------------------------------------------------------------
+    # -- lines -----------------------------------------------------------------------------
 
-    def handle(self, line: str, t_read: float | None = None) -> list[str]:
-        """Replies to one input line (without its line ending)."""
-        t_read = time.perf_counter() if t_read is None else t_read
-        line = line.strip()
-        if not line:
-            return []  # the protocol's managers ignore empty lines too
+    def handle(self, line: str, t_read: float | None = None, *,
+               problem: str | None = None) -> list[str]:
+        """The output for one input line (without its line ending); ``problem``:
+        why the line could not be read whole (``serve``: too long)."""
+        t_read = self.clock() if t_read is None else t_read
+        problem = problem or damage(line)
         try:
-            if self.board_lines is not None:
-                return self._board_line(line, t_read)
-            command, _, arg = line.partition(" ")
-            command, arg = command.upper(), arg.strip()
-            handler = getattr(self, f"_cmd_{command.lower()}", None) if command.isascii() else None
-            if not (command.isascii() and command.isalpha()) or handler is None:
-                return [f"UNKNOWN command {_show(command)} is not supported"]
-            return handler(arg, t_read)
+            if self.block is not None:
+                replies = self._block_line(line, problem)
+            else:
+                replies = self._command_line(line, t_read, problem)
         except ProtocolError as e:
-            return [f"ERROR {_one_line(str(e))}"]
+            replies = [f"ERROR {_one_line(str(e))}"]
         except Exception as e:  # never die on a line: say what broke and go on
-            return [f"ERROR internal error: {type(e).__name__}: {_one_line(str(e))}"]
+            replies = [f"ERROR internal error: {type(e).__name__}: {_one_line(str(e))}"]
+        if replies and self.notes:
+            replies = [f"MESSAGE {_one_line(n)}" for n in self.notes] + replies
+            self.notes = []
+        return replies
+
+    def _command_line(self, line: str, t_read: float, problem: str | None) -> list[str]:
+        text = line.strip(_SPACE)
+        if not text and problem is None:
+            return []  # empty lines are ignored (the protocol's managers do too)
+        word, arg = _split(text)
+        command = _command(word)
+        if command == "INFO":  # never a reply: problems wait for the next one
+            if problem is not None:
+                self.notes.append(f"INFO ignored: {problem}")
+            else:
+                self._info(arg)
+            return []
+        if command == "END":
+            self.finished = True
+            return []
+        if command in BLOCKS:
+            self.block = block = _Block(command, t_read)
+            if problem is not None:
+                block.reject(f"the {command} line: {problem}")
+            elif arg:
+                block.reject(f"{command} takes no arguments, got {_show(arg)}")
+            elif command == "BOARD" and self.fields is None:
+                block.reject("BOARD before START: no game")
+            return []
+        if problem is not None:
+            raise ProtocolError(problem)
+        handler = getattr(self, f"_cmd_{command.lower()}", None) if command else None
+        if handler is None:
+            return [f"UNKNOWN command {_show(word)} is not supported"]
+        return handler(arg, t_read)
 
     def _no_args(self, command: str, arg: str):
         if arg:
-            raise ProtocolError(f"{command} takes no arguments, got {arg!r}")
+            raise ProtocolError(f"{command} takes no arguments, got {_show(arg)}")
+
+    # -- the commands ----------------------------------------------------------------------
 
     def _cmd_start(self, arg: str, t_read: float) -> list[str]:
         return self._start(_int(arg, "START size"), "START")
@@ -211,61 +353,72 @@ class Brain:
             self.order.pop()
             raise
 
-    def _cmd_board(self, arg: str, t_read: float) -> list[str]:
-        self._no_args("BOARD", arg)
-        self._need_game("BOARD")
-        self.board_lines = []
-        self.board_problem = None
-        return []
-
-    def _board_line(self, line: str, t_read: float) -> list[str]:
-        command = line.split(" ", 1)[0].upper()
-        if command == "DONE":
-            return self._board_done(line, t_read)
+    def _block_line(self, line: str, problem: str | None) -> list[str]:
+        """A line inside BOARD ... DONE: nothing until DONE, then one reply."""
+        block = self.block
+        text = line.strip(_SPACE)
+        if not text and problem is None:
+            return []
+        block.lines += 1
+        word, arg = _split(text)
+        command = _command(word)
         if command == "END":
-            self.board_lines = None
-            return self._cmd_end("", t_read)
-        try:
-            x, y, field = _coords(line, "BOARD line x,y,field", 3)
-            action = self._point(x, y, "BOARD stone")
-            if field not in (1, 2):
-                raise ProtocolError(
-                    f"BOARD {x},{y},{field}: field must be 1 (own) or 2 (opponent)"
-                    + ("; continuous games (field 3) are not supported" if field == 3 else ""))
-            if any(a == action for a, _ in self.board_lines):
-                raise ProtocolError(f"BOARD {x},{y}: the point is given twice")
-        except ProtocolError as e:
-            if self.board_problem is None:
-                self.board_problem = str(e)
-            self.board_lines.append((-1, 0))
-            raise
-        self.board_lines.append((action, field))
+            self.block = None
+            self.finished = True
+            return []
+        if command == "DONE":
+            self.block = None
+            if problem is not None:
+                block.reject(f"the DONE line: {problem}")
+            elif arg:
+                block.reject(f"DONE takes no arguments, got {_show(arg)}")
+            return self._block_done(block)
+        if block.problem is None and block.command == "BOARD":
+            try:
+                if problem is not None:
+                    raise ProtocolError(problem)
+                self._stone(text, block)
+            except Exception as e:  # the block is rejected at DONE, naming this line
+                reason = str(e) if isinstance(e, ProtocolError) else f"{type(e).__name__}: {e}"
+                block.reject(f"stone line {block.lines} {_show(text)}: {reason}")
         return []
 
-    def _board_done(self, line: str, t_read: float) -> list[str]:
-        stones, problem = self.board_lines, self.board_problem
-        self.board_lines = None
-        if line.strip().upper() != "DONE":
-            raise ProtocolError(f"BOARD rejected: DONE takes no arguments, got {line!r}; "
-                                "the position is unchanged")
-        if problem is not None:
-            raise ProtocolError(f"BOARD rejected ({problem}); the position is unchanged")
+    def _stone(self, text: str, block: _Block):
+        x, y, field = _coords(text, "x,y,field", 3)
+        action = self._point(x, y, "the point")
+        if field not in (1, 2):
+            raise ProtocolError(
+                f"field must be 1 (own) or 2 (opponent), got {field}"
+                + ("; continuous games (field 3) are not supported" if field == 3 else ""))
+        if action in block.stones:
+            raise ProtocolError(f"the point {x},{y} is given twice")
+        block.stones[action] = field
+
+    def _block_done(self, block: _Block) -> list[str]:
+        if block.command == "SWAP2BOARD":
+            return ["UNKNOWN command 'SWAP2BOARD' is not supported (no swap2 openings)"]
+        if block.problem is not None:
+            raise ProtocolError(f"BOARD rejected ({block.problem}); the position is unchanged")
         fields = np.zeros_like(self.fields)
-        for action, field in stones:
+        for action, field in block.stones.items():
             fields[action] = field
         own, opp = int((fields == 1).sum()), int((fields == 2).sum())
         if own not in (opp, opp - 1):
             raise ProtocolError(
                 f"BOARD rejected: {own} own and {opp} opponent stones cannot be a position "
-                "where it is my turn (own must equal opponent or opponent - 1)")
-        board = self._colour_board(fields)
-        wins = self.engine.check_board(self.rules(), board)
+                "where it is my turn (own must equal opponent or opponent - 1); the position "
+                "is unchanged")
+        wins = self.engine.check_board(self.rules(), self._colour_board(fields))
         if wins:
             raise ProtocolError(f"BOARD rejected: the game is already over (five at "
-                                f"{self._fmt(wins[0])})")
-        self.fields = fields
-        self.order = [a for a, _ in stones]
-        return self._think(t_read)
+                                f"{self._fmt(wins[0])}); the position is unchanged")
+        before = self.fields, self.order
+        self.fields, self.order = fields, list(block.stones)
+        try:
+            return self._think(block.t_read)
+        except Exception:
+            self.fields, self.order = before  # e.g. a full board: nothing was played
+            raise
 
     def _cmd_done(self, arg: str, t_read: float) -> list[str]:
         raise ProtocolError("DONE without BOARD")
@@ -280,43 +433,45 @@ class Brain:
         self.order.remove(action)
         return ["OK"]
 
-    def _cmd_info(self, arg: str, t_read: float) -> list[str]:
-        key, _, value = arg.partition(" ")
-        key, value = key.lower(), value.strip()
+    def _info(self, arg: str):
+        """``INFO key value``: no reply; a problem becomes a note for the next one."""
+        key, value = _split(arg)
         if not key:
-            raise ProtocolError("INFO needs a key and a value")
+            self.notes.append("INFO ignored: it needs a key and a value")
+            return
+        key = key.lower() if key.isascii() else key
         if key not in INT_INFO:
-            return []
-        number = _int(value, f"INFO {key}")
-        if number < 0:
-            raise ProtocolError(f"INFO {key} must be >= 0, got {number}")
+            return  # folder, evaluate, ...: not needed
+        try:
+            number = _int(value, f"INFO {key}")
+        except ProtocolError as e:
+            self.notes.append(f"{e}; ignored")
+            return
+        if number < 0 and key != "time_left":  # time_left < 0: out of time
+            self.notes.append(f"INFO {key} must be >= 0, got {number}; ignored")
+            return
         if key == "rule":
-            return self._set_rule(number)
-        if key in ("timeout_turn", "timeout_match", "time_left"):
+            self._set_rule(number)
+        elif key in ("timeout_turn", "timeout_match", "time_left"):
             setattr(self, key, number)
-        return []
 
-    def _set_rule(self, bits: int) -> list[str]:
+    def _set_rule(self, bits: int):
         self.rule_bits = bits
-        replies = []
-        unsupported = [name for bit, name in ((4, "renju"), (8, "caro")) if bits & bit]
+        unsupported = [name for bit, name in ((2, "continuous games"), (4, "renju"),
+                                              (8, "caro")) if bits & bit]
         if unsupported:
-            replies.append(f"ERROR rule {bits}: {' and '.join(unsupported)} not supported; "
-                           f"playing {self.rule()} without {unsupported[0]}'s restrictions")
+            self.notes.append(f"rule {bits}: {' and '.join(unsupported)} not supported; "
+                              f"playing {self.rule()} without them")
         trained = self.engine.model.rules.rule if self.engine is not None else self.rule()
         if self.rule() != trained:
             wins = "exactly five" if self.rule() == "standard" else "five or more"
-            replies.append(f"MESSAGE rule {bits}: playing {self.rule()} ({wins} wins) with a "
-                           f"model trained on {trained}: the search and the tactical guard "
-                           "follow the game's rule, the net may misjudge overlines")
-        return replies
+            self.notes.append(f"rule {bits}: playing {self.rule()} ({wins} wins) with a "
+                              f"model trained on {trained}: the search and the tactical guard "
+                              "follow the game's rule, the net may misjudge overlines")
 
     def _cmd_about(self, arg: str, t_read: float) -> list[str]:
+        self._no_args("ABOUT", arg)
         return [ABOUT.format(version=self.version)]
-
-    def _cmd_end(self, arg: str, t_read: float) -> list[str]:
-        self.finished = True
-        return []
 
     # -- thinking --------------------------------------------------------------------------
 
@@ -335,24 +490,11 @@ class Brain:
         own, opp = int((self.fields == 1).sum()), int((self.fields == 2).sum())
         return own in (opp, opp - 1)
 
-    def _deadline(self, t_read: float) -> float | None:
-        """perf_counter() time by which the move must be printed; None = no limit."""
-        budgets = []
-        if self.timeout_turn is not None:
-            budgets.append(self.timeout_turn)
-        left = self.time_left
-        if left is None and self.timeout_match:
-            left = self.timeout_match - self.used_ms
-        if left is not None:
-            empty = int((self.fields == 0).sum())
-            moves_to_go = min(30, max(5, empty // 2))
-            budgets.append(max(0.0, left) / moves_to_go)
-        if not budgets:
-            return None
-        budget = min(budgets)
-        # Reserve: printing, the manager's own overhead and clock noise.
-        reserve = min(budget, max(40.0, 0.08 * budget))
-        return t_read + (budget - reserve) / 1000.0
+    def budget_ms(self) -> float | None:
+        """The next move's thinking time in ms (``move_budget_ms``); None: no limit."""
+        return move_budget_ms(timeout_turn=self.timeout_turn, timeout_match=self.timeout_match,
+                              time_left=self.time_left, used_ms=self.used_ms,
+                              empty=int((self.fields == 0).sum()))
 
     def _think(self, t_read: float) -> list[str]:
         own, opp = int((self.fields == 1).sum()), int((self.fields == 2).sum())
@@ -365,14 +507,16 @@ class Brain:
             raise ProtocolError("the game is over: there is a five on the board")
         if not (board == 0).any():
             raise ProtocolError("the board is full: no move left")
-        from agz_jax.engine import make_state
-
-        last = next((a for a in reversed(self.order) if self.fields[a] == 2), -1)
-        state = make_state(rules, board, 0 if own == opp else 1, last)
+        budget = self.budget_ms()
+        deadline = None if budget is None else t_read + budget / 1000.0
         replies = []
         try:
+            from agz_jax.engine import make_state
+
+            last = next((a for a in reversed(self.order) if self.fields[a] == 2), -1)
+            state = make_state(rules, board, 0 if own == opp else 1, last)
             analysis = self.engine.analyse(rules, state, simulations=self.simulations,
-                                           deadline=self._deadline(t_read))
+                                           deadline=deadline)
             action = int(analysis.action)
             if self.debug:
                 replies.append(f"DEBUG {analysis.reason}: {analysis.simulations} simulations "
@@ -383,11 +527,14 @@ class Brain:
             action = self._fallback()
             replies.append(f"DEBUG search failed ({type(e).__name__}: {_one_line(str(e))}); "
                            "playing the empty point nearest the centre")
-        if self.fields[action]:  # the engine checks this too; never print an illegal move
-            action = self._fallback()
+        if not (0 <= action < self.fields.size) or self.fields[action]:
+            action = self._fallback()  # the engine checks this too; never an illegal move
         self.fields[action] = 1
         self.order.append(action)
-        self.used_ms += (time.perf_counter() - t_read) * 1000.0
+        used = (self.clock() - t_read) * 1000.0
+        self.used_ms += used
+        if self.time_left is not None and self.time_left < UNLIMITED_MS:
+            self.time_left -= used  # until the manager's next INFO time_left
         replies.append(self._fmt(action))
         return replies
 
@@ -399,28 +546,46 @@ class Brain:
 
 
 def _show(text: str, limit: int = 40) -> str:
-    return repr(text if len(text) <= limit else text[:limit] + "...")
+    """A quoted, ASCII-only excerpt of input for a message."""
+    return ascii(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())[:500]
+    """One line of printable ASCII, at most 500 characters."""
+    text = text.encode("ascii", "backslashreplace").decode("ascii")
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())[:500]
+
+
+def read_line(stream, limit: int = MAX_LINE) -> tuple[bytes, int] | None:
+    """The next line of the binary ``stream`` without its ending (LF or CR LF),
+    and its length in bytes; None at the end of input. At most ``limit`` bytes
+    of a longer line are returned: the rest is read and dropped, never buffered."""
+    chunk = stream.readline(limit + 2)
+    if not chunk:
+        return None
+    first, total, tail = chunk, len(chunk), chunk[-2:]
+    while not chunk.endswith(b"\n"):
+        chunk = stream.readline(1 << 16)
+        if not chunk:
+            break
+        total += len(chunk)
+        tail = (tail + chunk)[-2:]
+    ending = 0 if not tail.endswith(b"\n") else 2 if tail == b"\r\n" else 1
+    length = total - ending
+    return first[:min(length, limit)], length
 
 
 def serve(brain: Brain, stdin, stdout) -> int:
     """Read commands from the binary ``stdin`` until END or end of input."""
     while not brain.finished:
-        raw = stdin.readline()
-        t_read = time.perf_counter()
-        if not raw:
+        line = read_line(stdin)
+        t_read = brain.clock()
+        if line is None:
             break
-        if len(raw) > MAX_LINE:
-            replies = [f"ERROR line too long ({len(raw)} bytes; at most {MAX_LINE})"]
-        else:
-            text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-            if "\x00" in text:
-                replies = ["ERROR line contains a NUL byte"]
-            else:
-                replies = brain.handle(text, t_read)
+        raw, length = line
+        problem = (f"the line is too long ({length} bytes; at most {MAX_LINE})"
+                   if length > MAX_LINE else None)
+        replies = brain.handle(raw.decode("utf-8", errors="replace"), t_read, problem=problem)
         for reply in replies:
             stdout.write(reply + "\n")
         stdout.flush()
