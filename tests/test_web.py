@@ -390,6 +390,38 @@ def test_host_option_and_json_bounds():
             web.parse_json(raw)
 
 
+def test_describe_an_analysis():
+    """The JSON of an ``engine.Analysis``: visits from the visit distribution, the
+    candidates by visits (ties: policy, then prior), no candidate on a stone, NaN q as
+    null, and no value where no simulation ran."""
+    import numpy as np
+
+    from agz_jax.engine import Analysis
+
+    a = SIZE * SIZE
+    visits = np.zeros(a)
+    visits[[7, 30, 31, 40, 41]] = [5, 3, 3, 1, 0]
+    prior = np.full(a, 0.5 / a)
+    prior[[30, 31, 99]] = [0.1, 0.2, 0.15]
+    q = np.where(visits > 0, np.linspace(-0.5, 0.5, a), np.nan)
+    board = np.zeros(a, np.int8)
+    board[99] = 1
+    an = Analysis(7, 0.25, 0.625, visits / 12, prior, q, 12, 0.01, "search")
+    got = web.describe(an, board, 1)
+    assert got["visits"] == [int(v) for v in visits] and got["best"] == 7
+    assert [c["move"] for c in got["candidates"]] == [7, 31, 30, 40]
+    assert got["candidates"][1] == {"move": 31, "visits": 3, "policy": 0.25,
+                                    "q": round(q[31], 4), "prior": 0.2}
+    assert got["q"][41] is None and got["value"] == 0.25 and got["win_prob"] == 0.625
+    assert got["to_play"] == 1 and got["elapsed_ms"] == 10.0
+    # No search (out of time): the prior is the policy, the value is unknown.
+    an = Analysis(99, 0.0, 0.5, prior / prior.sum(), prior, np.full(a, np.nan), 0, 0.0, "prior")
+    got = web.describe(an, board, 0)
+    assert got["value"] is None and got["win_prob"] is None and sum(got["visits"]) == 0
+    assert [c["move"] for c in got["candidates"][:2]] == [31, 30]  # 99 holds a stone
+    assert len(got["candidates"]) == 10 and all(c["q"] is None for c in got["candidates"])
+
+
 # -- the browser ---------------------------------------------------------------------------
 
 def choose(board: dict[int, int], me: int) -> int:
@@ -560,6 +592,8 @@ def test_analysis_board_in_chromium(server, browser, tmp_path):
     page.keyboard.press("n")  # move numbers
     assert page.eval_on_selector_all(".stone", "e => e.map(x => x.textContent).sort()") == [
         "1", "2", "3", "4"]
+    page.keyboard.press("h")  # the hint ring, in the screenshot too
+    assert page.locator(".cell.hint .ring").count() == 1
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "web_board_analysis.png"))
 

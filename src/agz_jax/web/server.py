@@ -168,6 +168,38 @@ def _rounded(values, digits: int = 4) -> list:
     return [None if math.isnan(v) else round(float(v), digits) for v in values]
 
 
+def describe(analysis, board, to_play: int) -> dict:
+    """An ``engine.Analysis`` of the position ``board`` (int[A]), ``to_play`` to move,
+    as JSON: per-point arrays and the top candidates."""
+    import numpy as np
+
+    policy = np.asarray(analysis.policy, np.float64)
+    prior = np.asarray(analysis.prior, np.float64)
+    q = np.asarray(analysis.q, np.float64)
+    visits = getattr(analysis, "visits", None)
+    if visits is None:
+        # The root's children's visits sum to the simulations run, and the
+        # engine's policy is visits / that sum (0 simulations: no visits).
+        visits = np.rint(policy * analysis.simulations)
+    visits = np.asarray(visits).astype(np.int64)
+    empty = np.asarray(board).reshape(-1) == 0
+    # Most visits first, then the larger share of the policy, then the prior.
+    order = np.lexsort((-prior, -policy, -visits))
+    shown = [int(a) for a in order if empty[a] and (visits[a] > 0 or policy[a] > 0)]
+    candidates = [{"move": a, "visits": int(visits[a]), "policy": round(float(policy[a]), 4),
+                   "q": None if math.isnan(q[a]) else round(float(q[a]), 4),
+                   "prior": round(float(prior[a]), 4)} for a in shown[:TOP_MOVES]]
+    known = analysis.reason != "prior"  # no simulation ran: the value is unknown
+    return {
+        "best": int(analysis.action), "to_play": int(to_play),
+        "value": round(float(analysis.value), 4) if known else None,
+        "win_prob": round(float(analysis.win_prob), 4) if known else None,
+        "simulations": int(analysis.simulations), "reason": analysis.reason,
+        "elapsed_ms": round(analysis.elapsed * 1000.0, 1),
+        "candidates": candidates, "visits": [int(v) for v in visits],
+        "policy": _rounded(policy), "prior": _rounded(prior), "q": _rounded(q)}
+
+
 # -- the engine behind the page ------------------------------------------------------------
 
 class Game:
@@ -231,36 +263,6 @@ class Game:
             return self.engine.analyse(rules, state, simulations=sims,
                                        deadline=time.perf_counter() + self.max_seconds)
 
-    def describe(self, analysis, state) -> dict:
-        """An ``engine.Analysis`` as JSON: per-point arrays and the top candidates."""
-        import numpy as np
-
-        policy = np.asarray(analysis.policy, np.float64)
-        prior = np.asarray(analysis.prior, np.float64)
-        q = np.asarray(analysis.q, np.float64)
-        visits = getattr(analysis, "visits", None)
-        if visits is None:
-            # The root's children's visits sum to the simulations run, and the
-            # engine's policy is visits / that sum (0 simulations: no visits).
-            visits = np.rint(policy * analysis.simulations)
-        visits = np.asarray(visits).astype(np.int64)
-        empty = np.asarray(state.board) == 0
-        # Most visits first, then the larger share of the policy, then the prior.
-        order = np.lexsort((-prior, -policy, -visits))
-        shown = [int(a) for a in order if empty[a] and (visits[a] > 0 or policy[a] > 0)]
-        candidates = [{"move": a, "visits": int(visits[a]), "policy": round(float(policy[a]), 4),
-                       "q": None if math.isnan(q[a]) else round(float(q[a]), 4),
-                       "prior": round(float(prior[a]), 4)} for a in shown[:TOP_MOVES]]
-        known = analysis.reason != "prior"  # no simulation ran: the value is unknown
-        return {
-            "best": int(analysis.action), "to_play": int(state.to_play),
-            "value": round(float(analysis.value), 4) if known else None,
-            "win_prob": round(float(analysis.win_prob), 4) if known else None,
-            "simulations": int(analysis.simulations), "reason": analysis.reason,
-            "elapsed_ms": round(analysis.elapsed * 1000.0, 1),
-            "candidates": candidates, "visits": [int(v) for v in visits],
-            "policy": _rounded(policy), "prior": _rounded(prior), "q": _rounded(q)}
-
     def move(self, body: dict) -> dict:
         _only(body, ("moves", "sims", "rule"))
         sims = self._sims(body)
@@ -268,7 +270,7 @@ class Game:
         reply = {"moves": moves, "engine_move": None, "analysis": None}
         if not bool(state.done):
             analysis = self._search(rules, state, sims)
-            reply["analysis"] = self.describe(analysis, state)
+            reply["analysis"] = describe(analysis, state.board, state.to_play)
             if rules not in self._steps:
                 import jax
 
@@ -285,7 +287,8 @@ class Game:
         moves, rules, state = self._position(body)
         reply = {"moves": moves, "analysis": None}
         if not bool(state.done):
-            reply["analysis"] = self.describe(self._search(rules, state, sims), state)
+            reply["analysis"] = describe(self._search(rules, state, sims), state.board,
+                                           state.to_play)
         reply.update(self._status(rules, state))
         return reply
 
