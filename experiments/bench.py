@@ -79,7 +79,8 @@ from agz_jax import baseline, replay
 from agz_jax.config import SearchConfig, SelfPlayConfig, TrainConfig
 from agz_jax.gomoku import Rules, State, played_at_from_last
 from agz_jax.networks import Networks, PolicyValueNet, cast_params, flops_per_position
-from agz_jax.search import mask_logits, run_search, search_moves, select_move, temperature
+from agz_jax.search import mask_logits, run_search, select_move, temperature
+from agz_jax.tactics import search_moves
 from agz_jax.train import init_train_state, make_train_step
 
 GAMMA = 0.95

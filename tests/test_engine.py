@@ -90,8 +90,8 @@ def test_chunks_grow_one_tree(eng):
     exact = jnp.bool_(False)
     tree, _ = fns.start(eng.variables, exact, states, invalid)
     key = jax.random.PRNGKey(0)
-    tree = fns.chunk(eng.variables, exact, key, tree, jnp.int32(0), jnp.int32(5))
-    tree = fns.chunk(eng.variables, exact, key, tree, jnp.int32(5), jnp.int32(12))
+    tree = fns.chunk(eng.variables, exact, key, tree, jnp.int32(5))
+    tree = fns.chunk(eng.variables, exact, key, tree, jnp.int32(12))
     t = jax.tree.map(lambda x: np.asarray(x)[0], tree)
     assert t.node_visits[0] == 13  # the root's own visit + 12 simulations
     assert np.all(t.node_visits[1:13] >= 1) and np.all(t.node_visits[13:] == 0)
@@ -182,8 +182,7 @@ def test_the_tree_grows_only_forced_moves(eng):
     exact = jnp.asarray(False)
     states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
     tree, _ = fns.start(eng.variables, exact, states, jnp.zeros((1, rules.num_actions), bool))
-    tree = fns.chunk(eng.variables, exact, jax.random.PRNGKey(0), tree, jnp.int32(0),
-                     jnp.int32(CAPACITY - 1))
+    tree = fns.chunk(eng.variables, exact, jax.random.PRNGKey(0), tree, jnp.int32(CAPACITY - 1))
     t = jax.tree.map(np.asarray, tree)
     emb = t.embeddings
     restricted = 0
@@ -215,6 +214,6 @@ def test_an_open_three_is_answered_in_the_tree(eng, exact):
     tree, _ = fns.start(eng.variables, jnp.asarray(exact), states,
                         jnp.zeros((1, rules.num_actions), bool))
     tree = fns.chunk(eng.variables, jnp.asarray(exact), jax.random.PRNGKey(0), tree,
-                     jnp.int32(0), jnp.int32(CAPACITY - 1))
+                     jnp.int32(CAPACITY - 1))
     expanded = set(np.flatnonzero(np.asarray(tree.children_index[0, 0]) >= 0).tolist())
     assert expanded == {at(2, 2), at(6, 2)}

@@ -24,7 +24,7 @@ import mctx
 import numpy as np
 import pytest
 
-from agz_jax import search
+from agz_jax import mctx_loop, search, tactics
 from agz_jax.config import SearchConfig, SelfPlayConfig
 from agz_jax.gomoku import BLACK, WHITE, Rules, State, played_at_from_last
 from agz_jax.networks import Networks, PolicyValueNet
@@ -634,8 +634,8 @@ def test_search_moves_are_the_forced_ones():
     boards += [board_of(p) for p in KNOWN_ANSWER_POSITIONS + (MID_BLACK, MID_WHITE)]
     states = stack([state_of_board(b) for b in boards])
     legal = np.asarray(jax.vmap(RULES.legal_mask)(states))
-    np.testing.assert_array_equal(np.asarray(search.search_moves(RULES, states)), legal)
-    got = np.asarray(jax.jit(search.search_moves, static_argnums=(0, 2))(RULES, states, True))
+    np.testing.assert_array_equal(np.asarray(tactics.search_moves(RULES, states)), legal)
+    got = np.asarray(jax.jit(tactics.search_moves, static_argnums=(0, 2))(RULES, states, True))
     kinds = collections.Counter()
     for b, board in enumerate(boards):
         me = 1 if int(states.to_play[b]) == BLACK else -1
@@ -710,17 +710,17 @@ def check_answers(boards, answers, options: tuple, checked: str, min_restricted:
     want = [a or set(np.flatnonzero(b == 0).tolist()) for a, b in zip(answers, boards, strict=True)]
     assert sum(0 < len(a) < int((b == 0).sum())
                for a, b in zip(answers, boards, strict=True)) >= min_restricted
-    fn = lambda s: search.search_moves(RULES, s, *options)  # noqa: E731
-    with unittest.mock.patch.multiple(search, ANSWER_CANDIDATES=A, **{checked: A}):
+    fn = lambda s: tactics.search_moves(RULES, s, *options)  # noqa: E731
+    with unittest.mock.patch.multiple(tactics, ANSWER_CANDIDATES=A, **{checked: A}):
         exact = np.asarray(jax.jit(fn)(states))
     for b in range(len(boards)):
         assert set(np.flatnonzero(exact[b]).tolist()) == want[b], (b, boards[b].reshape(7, 7))
-    with unittest.mock.patch.multiple(search, ANSWER_CANDIDATES=2, **{checked: 1}):
+    with unittest.mock.patch.multiple(tactics, ANSWER_CANDIDATES=2, **{checked: 1}):
         loose = np.asarray(jax.jit(lambda s: fn(s))(states))
     some = np.array([bool(a) for a in answers])  # (with none, loose may skip the fallback)
     assert (loose[some] >= exact[some]).all() and (loose[some] > exact[some]).any()
     fewer = options[:-1]
-    plain = np.asarray(jax.jit(lambda s: search.search_moves(RULES, s, *fewer))(states))
+    plain = np.asarray(jax.jit(lambda s: tactics.search_moves(RULES, s, *fewer))(states))
     np.testing.assert_array_equal(plain, np.asarray(jax.vmap(RULES.legal_mask)(states)))
 
 
@@ -843,7 +843,7 @@ def random_four_three_boards(n: int, seed: int) -> list[np.ndarray]:
 def test_four_three_points_match_the_reference():
     rng = np.random.default_rng(11)
     boards = [planted_board(rng, 1 if i % 2 else -1) for i in range(60)]
-    fn = jax.jit(jax.vmap(lambda b, who: search.four_three_points(RULES, b, who)))
+    fn = jax.jit(jax.vmap(lambda b, who: tactics.four_three_points(RULES, b, who)))
     found = 0
     for who in (1, -1):
         got = np.asarray(fn(jnp.asarray(np.stack(boards)), jnp.full(len(boards), who)))
@@ -875,8 +875,8 @@ def test_both_threats_are_answered_together():
                 and four_three_reference(board, -1)):
             boards.append(board)
     states = stack([state_of_board(b) for b in boards])
-    fn = lambda s, *o: search.search_moves(RULES, s, True, True, *o)  # noqa: E731
-    with unittest.mock.patch.multiple(search, ANSWER_CANDIDATES=A, THREATS_CHECKED=A,
+    fn = lambda s, *o: tactics.search_moves(RULES, s, True, True, *o)  # noqa: E731
+    with unittest.mock.patch.multiple(tactics, ANSWER_CANDIDATES=A, THREATS_CHECKED=A,
                                       FOUR_THREES_CHECKED=A):
         with_43 = np.asarray(jax.jit(lambda s: fn(s, True))(states))
         without = np.asarray(jax.jit(fn)(states))
@@ -899,7 +899,7 @@ def test_answer_four_threes_needs_answer_threats():
 
 
 def threat_value_reference(board, stone: int, gamma: float) -> float | None:
-    """``search.threat_value`` by playing it out: the mover's five; nothing if
+    """``tactics.threat_value`` by playing it out: the mover's five; nothing if
     it must block; its open or double four; its four-three; else a four
     (exactly one five point) whose block leaves the opponent no five point
     and the mover one of those two."""
@@ -945,8 +945,8 @@ def threat_boards(per_kind: int, seed: int):
 def test_threat_value_is_the_reference():
     cases = threat_boards(6, seed=5)
     boards = jnp.asarray(np.stack([b for b, _ in cases]))
-    fn = jax.jit(jax.vmap(lambda b: search.threat_value(RULES, b, jnp.int8(1), GAMMA)))
-    with unittest.mock.patch.object(search, "FOURS_READ", A):
+    fn = jax.jit(jax.vmap(lambda b: tactics.threat_value(RULES, b, jnp.int8(1), GAMMA)))
+    with unittest.mock.patch.object(tactics, "FOURS_READ", A):
         known, value = map(np.asarray, fn(boards))
     for (board, kind), k, v in zip(cases, known, value, strict=True):
         want = None if kind == "block" else kind
@@ -977,7 +977,7 @@ def test_a_four_whose_block_makes_a_four_is_not_read_as_a_win():
         . . . X . . O
         . . . X . . O
     """)
-    fn = jax.jit(jax.vmap(lambda b: search.threat_value(RULES, b, jnp.int8(1), GAMMA)))
+    fn = jax.jit(jax.vmap(lambda b: tactics.threat_value(RULES, b, jnp.int8(1), GAMMA)))
     known, value = map(np.asarray, fn(jnp.asarray(np.stack([countered, free]))))
     assert threat_value_reference(countered, 1, GAMMA) is None
     assert threat_value_reference(free, 1, GAMMA) == pytest.approx(GAMMA ** 6)
@@ -1007,7 +1007,7 @@ def test_threat_values_replace_the_nets_value_of_the_children():
     outs = {}
     for on in (False, True):
         fn = search.make_recurrent_fn(RULES, NETS, GAMMA, threat_values=on)
-        with unittest.mock.patch.object(search, "FOURS_READ", A):
+        with unittest.mock.patch.object(tactics, "FOURS_READ", A):
             outs[on] = jax.jit(fn)(variables, jax.random.PRNGKey(0), actions, states)[0]
     plain, read = outs[False], outs[True]
     np.testing.assert_array_equal(plain.prior_logits, read.prior_logits)
@@ -1185,7 +1185,7 @@ def assert_same_tree(got, want):
 @pytest.fixture(scope="module")
 def mctx_puct():
     """The PUCT search of ``searches`` on ``mctx.search`` itself: ``run_search``
-    compiled ahead of time while ``search.search_tree`` is ``mctx.search``."""
+    compiled ahead of time while ``mctx_loop.search_tree`` is ``mctx.search``."""
     cfg = search_config("puct")
 
     def run(variables, key, states, gamma):
@@ -1226,7 +1226,7 @@ def search_inputs(variables, states, gamma):
 
 @pytest.fixture(scope="module")
 def gumbel_policies():
-    """'ours' (search.gumbel_policy), 'mctx' (mctx.gumbel_muzero_policy): jitted
+    """'ours' (mctx_loop.gumbel_policy), 'mctx' (mctx.gumbel_muzero_policy): jitted
     (variables, key, states, gamma, gumbel_scale) -> PolicyOutput, every legal
     root move considered as in ``searches``."""
 
@@ -1239,7 +1239,7 @@ def gumbel_policies():
 
         return jax.jit(run)
 
-    return {"ours": make(search.gumbel_policy), "mctx": make(mctx.gumbel_muzero_policy)}
+    return {"ours": make(mctx_loop.gumbel_policy), "mctx": make(mctx.gumbel_muzero_policy)}
 
 
 def test_gumbel_policy_matches_mctx(searches, gumbel_policies):

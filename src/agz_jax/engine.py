@@ -7,7 +7,7 @@ trained with: Gumbel's sequential halving plans its root visits for a fixed
 simulation count, which a search that stops when its time is up does not have.
 
 Time: one tree of fixed capacity (``max_simulations``) is built in jitted
-*chunks* of simulations (``search.continue_tree``); between chunks the host
+*chunks* of simulations (``mctx_loop.continue_tree``); between chunks the host
 looks at the clock and stops when the next chunk would likely end after the
 deadline. Every shape is fixed and the winning rule is a run-time flag, so the
 jitted functions compile once (``warmup`` does that ahead of the first move).
@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from agz_jax import features, search
+from agz_jax import features, mctx_loop, search
 from agz_jax.cache import enable_compilation_cache  # noqa: F401  (kept importable)
 from agz_jax.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.models import Model
@@ -135,7 +135,7 @@ class _Compiled:
     """The jitted functions; ``exact`` (bool[]) picks the rule at run time."""
 
     start: object  # (variables, exact, state[1], invalid[1, A]) -> (tree, prior[A])
-    chunk: object  # (variables, exact, key, tree, start, stop) -> tree
+    chunk: object  # (variables, exact, key, tree, until) -> tree
     results: object  # tree -> (visits[A], value, q[A])
     threats: object  # (exact, board[A], stone) -> bool[A]: points that make a five for stone
     wins_on_board: object  # (exact, board[A]) -> bool[A]: stones on a winning line
@@ -204,20 +204,20 @@ class Engine:
                                       cfg.forced_moves, cfg.answer_threats,
                                       cfg.answer_four_threes)(variables, states)
             root = root.replace(prior_logits=search.mask_logits(root.prior_logits, ~invalid))
-            tree = search.start_tree(root, capacity, invalid)
+            tree = mctx_loop.start_tree(root, capacity, invalid)
             return tree, jax.nn.softmax(root.prior_logits[0])
 
         @functools.partial(jax.jit, donate_argnums=(3,))
-        def chunk(variables, exact, key, tree, first, stop):
+        def chunk(variables, exact, key, tree, until):
             recurrent_fn = search.make_recurrent_fn(_EitherRule(size, exact=exact), nets,
                                                     self.gamma, cfg.forced_moves,
                                                     cfg.answer_threats,
                                                     cfg.answer_four_threes,
                                                     threat_values=cfg.threat_values)
-            return search.continue_tree(
+            return mctx_loop.continue_tree(
                 variables, key, tree, recurrent_fn=recurrent_fn,
                 root_action_selection_fn=functools.partial(select, depth=0),
-                interior_action_selection_fn=select, start=first, stop=stop)
+                interior_action_selection_fn=select, until=until)
 
         @jax.jit
         def results(tree):
@@ -319,7 +319,7 @@ class Engine:
                 break
             stop = min(done + self.chunk, budget)
             tree = fns.chunk(self.variables, exact, jax.random.fold_in(key, done), tree,
-                             jnp.int32(done), jnp.int32(stop))
+                             jnp.int32(stop))
             visits, value, q = fns.results(tree)
             visits = np.asarray(visits, np.float64)  # waits for the chunk
             last = time.perf_counter() - now

@@ -1,0 +1,361 @@
+"""The search loop, on mctx's private API (pinned: mctx==0.0.71).
+
+mctx's public ``mctx.search`` runs a fixed number of simulations from an empty
+tree; this project needs three things it does not give:
+
+* a backward pass written for the batch (``batched_backward``): the same trees
+  bit for bit, without copying every tree array on every step up a path;
+* searches in chunks that share one tree (``start_tree``, ``continue_tree``),
+  so the engine can stop when its time is up;
+* Gumbel MuZero's policy on that loop (``gumbel_policy``).
+
+Everything that touches ``mctx._src`` lives here, so an mctx upgrade is checked
+in one place (``tests/test_search.py`` compares these against mctx's own
+``search`` and ``gumbel_muzero_policy``, tree for tree).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import chex
+import jax
+import jax.numpy as jnp
+import mctx
+from mctx._src import action_selection as mctx_selection
+from mctx._src import qtransforms as mctx_qtransforms
+from mctx._src import search as mctx_search
+from mctx._src import seq_halving as mctx_seq_halving
+
+
+def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
+    """Give illegal actions the lowest finite logit (prior exactly 0).
+
+    A position with no legal move (a finished game) keeps uniform logits: its
+    children are absorbing copies of it.
+    """
+    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    any_legal = jnp.any(legal, axis=-1, keepdims=True)
+    masked = jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
+    return jnp.where(any_legal, masked, jnp.zeros_like(logits))
+
+
+def batched_backward(tree: mctx.Tree, leaf_index: jax.Array) -> mctx.Tree:
+    """mctx's ``backward``, written for the batch: the same trees, bit for bit.
+
+    mctx's is ``jax.vmap`` of a ``lax.while_loop`` carrying one tree; under
+    vmap the batched predicate turns into a ``select`` over every carried tree
+    array ``[B, N, A]`` on every step up the path. Here one loop runs while any
+    row is below its root, and each step scatters only the ``B`` path entries;
+    a row already at its root gets an out-of-range batch index, so its update
+    is dropped. The arithmetic is mctx's, in mctx's order.
+
+    Args:
+      tree: the batched tree ``[B, ...]``.
+      leaf_index: int32[B], the node of each row to back up from.
+    """
+    batch_size = tree.node_visits.shape[0]
+    batch_range = jnp.arange(batch_size)
+    root = mctx.Tree.ROOT_INDEX
+
+    def cond_fun(loop_state):
+        _, _, index = loop_state
+        return jnp.any(index != root)
+
+    def body_fun(loop_state):
+        tree, leaf_value, index = loop_state
+        active = index != root
+        rows = jnp.where(active, batch_range, batch_size)  # out of range: dropped
+        parent = tree.parents[batch_range, index]
+        action = tree.action_from_parent[batch_range, index]
+        count = tree.node_visits[batch_range, parent]
+        reward = tree.children_rewards[batch_range, parent, action]
+        new_leaf_value = (reward + tree.children_discounts[batch_range, parent, action]
+                          * leaf_value)
+        parent_value = (tree.node_values[batch_range, parent] * count
+                        + new_leaf_value) / (count + 1.0)
+        children_values = tree.node_values[batch_range, index]
+        children_counts = tree.children_visits[batch_range, parent, action] + 1
+        tree = tree.replace(
+            node_values=tree.node_values.at[rows, parent].set(parent_value, mode="drop"),
+            node_visits=tree.node_visits.at[rows, parent].set(count + 1, mode="drop"),
+            children_values=tree.children_values.at[rows, parent, action].set(
+                children_values, mode="drop"),
+            children_visits=tree.children_visits.at[rows, parent, action].set(
+                children_counts, mode="drop"))
+        return (tree, jnp.where(active, new_leaf_value, leaf_value),
+                jnp.where(active, parent, index))
+
+    leaf_index = jnp.asarray(leaf_index, jnp.int32)
+    loop_state = (tree, tree.node_values[batch_range, leaf_index], leaf_index)
+    tree, _, _ = jax.lax.while_loop(cond_fun, body_fun, loop_state)
+    return tree
+
+
+def node_count(tree: mctx.Tree) -> jax.Array:
+    """int32[B]: the nodes each row of the tree holds (its root's visits)."""
+    return jnp.sum(tree.node_visits > 0, axis=-1).astype(jnp.int32)
+
+
+def _expand(params, rng_key, tree: mctx.Tree, recurrent_fn, parent_index, action,
+            next_node_index, active):
+    """mctx's ``expand``, with rows where ``active`` is False left untouched.
+
+    The same arithmetic as mctx's (so, with every row active, the same tree bit
+    for bit); an inactive row's writes go to an out-of-range batch index and
+    are dropped.
+    """
+    batch_size = tree.node_visits.shape[0]
+    batch_range = jnp.arange(batch_size)
+    rows = jnp.where(active, batch_range, batch_size)
+    embedding = jax.tree.map(lambda x: x[batch_range, parent_index], tree.embeddings)
+    step, embedding = recurrent_fn(params, rng_key, action, embedding)
+    chex.assert_shape(step.prior_logits, [batch_size, tree.num_actions])
+    chex.assert_shape([step.reward, step.discount, step.value], [batch_size])
+
+    def set_node(x, vals):
+        return x.at[rows, next_node_index].set(vals, mode="drop")
+
+    def set_edge(x, vals):
+        return x.at[rows, parent_index, action].set(vals, mode="drop")
+
+    # A node expanded again (only at max_depth) counts one visit more.
+    new_visit = tree.node_visits[batch_range, next_node_index] + 1
+    return tree.replace(
+        children_prior_logits=set_node(tree.children_prior_logits, step.prior_logits),
+        raw_values=set_node(tree.raw_values, step.value),
+        node_values=set_node(tree.node_values, step.value),
+        node_visits=set_node(tree.node_visits, new_visit),
+        embeddings=jax.tree.map(set_node, tree.embeddings, embedding),
+        children_index=set_edge(tree.children_index, next_node_index),
+        children_rewards=set_edge(tree.children_rewards, step.reward),
+        children_discounts=set_edge(tree.children_discounts, step.discount),
+        parents=set_node(tree.parents, parent_index),
+        action_from_parent=set_node(tree.action_from_parent, action))
+
+
+def _simulation(params, recurrent_fn, action_selection_fn, max_depth: int,
+                first: jax.Array, until):
+    """Simulation ``i`` as a ``fori_loop`` body over ``(rng_key, tree)``: select
+    a leaf, expand it into node ``first + i`` of each row, back up; a row
+    whose next node would be past ``until`` (it has ``until`` simulations
+    already) sits the simulation out."""
+
+    def body_fun(i, loop_state):
+        rng_key, tree = loop_state
+        batch_size = tree.node_visits.shape[0]
+        batch_range = jnp.arange(batch_size)
+        rng_key, simulate_key, expand_key = jax.random.split(rng_key, 3)
+        simulate_keys = jax.random.split(simulate_key, batch_size)
+        parent_index, action = mctx_search.simulate(
+            simulate_keys, tree, action_selection_fn, max_depth)
+        node = first + i
+        active = node <= until
+        next_node_index = tree.children_index[batch_range, parent_index, action]
+        next_node_index = jnp.where(next_node_index == mctx.Tree.UNVISITED,
+                                    jnp.minimum(node, max_depth), next_node_index)
+        tree = _expand(params, expand_key, tree, recurrent_fn, parent_index, action,
+                       next_node_index, active)
+        tree = batched_backward(tree, jnp.where(active, next_node_index, mctx.Tree.ROOT_INDEX))
+        return rng_key, tree
+
+    return body_fun
+
+
+def search_tree(
+    params,
+    rng_key: jax.Array,
+    *,
+    root: mctx.RootFnOutput,
+    recurrent_fn,
+    root_action_selection_fn,
+    interior_action_selection_fn,
+    num_simulations: int,
+    invalid_actions: jax.Array | None = None,
+    extra_data=None,
+) -> mctx.Tree:
+    """``mctx.search`` (no ``max_depth``) with ``batched_backward``.
+
+    mctx's own ``instantiate_tree_from_root`` and ``simulate``, its ``expand``'s
+    arithmetic, the same RNG splitting: the same tree, bit for bit (tested).
+    """
+    tree = start_tree(root, num_simulations, invalid_actions, extra_data)
+    return continue_tree(
+        params, rng_key, tree, recurrent_fn=recurrent_fn,
+        root_action_selection_fn=root_action_selection_fn,
+        interior_action_selection_fn=interior_action_selection_fn,
+        until=num_simulations)
+
+
+def start_tree(root: mctx.RootFnOutput, capacity: int, invalid_actions: jax.Array | None = None,
+               extra_data=None) -> mctx.Tree:
+    """An mctx tree holding only ``root``, with room for ``capacity`` simulations."""
+    if invalid_actions is None:
+        invalid_actions = jnp.zeros_like(root.prior_logits)
+    return mctx_search.instantiate_tree_from_root(
+        root, capacity, root_invalid_actions=invalid_actions, extra_data=extra_data)
+
+
+def continue_tree(
+    params,
+    rng_key: jax.Array,
+    tree: mctx.Tree,
+    *,
+    recurrent_fn,
+    root_action_selection_fn,
+    interior_action_selection_fn,
+    until,
+) -> mctx.Tree:
+    """Simulate on each row until its root has ``until`` simulations.
+
+    A row's root has had ``node_count - 1`` simulations (each one expands a
+    node), whether they ran in this search's earlier chunks or were carried
+    over from the last move's tree (``reuse``). So a search can run in chunks
+    (``until`` = k, 2k, ...) and stop when time runs out, and a carried
+    subtree's visits count towards the budget. ``until`` may be traced (one
+    compilation serves every chunk) and is at most the tree's capacity. The
+    RNG keys are the caller's: on a fresh tree, one call with ``until = n``
+    gives the same tree as ``search_tree`` with the same key.
+    """
+    action_selection_fn = mctx_selection.switching_action_selection_wrapper(
+        root_action_selection_fn=root_action_selection_fn,
+        interior_action_selection_fn=interior_action_selection_fn)
+    max_depth = tree.children_visits.shape[1] - 1
+    first = node_count(tree)
+    body_fun = _simulation(params, recurrent_fn, action_selection_fn, max_depth, first, until)
+    steps = jnp.maximum(until + 1 - jnp.min(first), 0)
+    _, tree = jax.lax.fori_loop(0, steps, body_fun, (rng_key, tree))
+    return tree
+
+
+def reuse(tree: mctx.Tree, action: jax.Array) -> mctx.Tree:
+    """The subtree under each row's ``action``, re-indexed into a tree of the same size.
+
+    Node ``n`` of the subtree keeps its statistics, children and embedding and
+    becomes node ``m``, where ``m`` counts the subtree's nodes before ``n``:
+    the subtree's root (the child played) becomes node 0, and, since a node is
+    created after its parent, every node's parent still comes before it, so
+    the search can go on expanding nodes ``node_count, node_count + 1, ...``.
+    Every other node is cleared as ``start_tree`` leaves it. A row whose child
+    was never expanded comes back with no node at all (``node_count`` 0): give
+    it a root with ``with_root``.
+
+    Args:
+      tree: a batched tree ``[B, N, ...]``.
+      action: int32[B], the move played at each row's root.
+    """
+    batch_size, num_nodes = tree.node_visits.shape
+    batch_range = jnp.arange(batch_size)
+    new_root = tree.children_index[batch_range, mctx.Tree.ROOT_INDEX, action]
+
+    # Membership in index order: a node is in the subtree if it is its root or
+    # its parent (an earlier node) is in it.
+    def member(n, inside):
+        parent = tree.parents[:, n]
+        mine = (n == new_root) | ((parent >= 0) & inside[batch_range, jnp.maximum(parent, 0)])
+        return inside.at[:, n].set(mine & (tree.node_visits[:, n] > 0))
+
+    inside = jax.lax.fori_loop(1, num_nodes, member, jnp.zeros((batch_size, num_nodes), bool))
+    new_index = jnp.where(inside, jnp.cumsum(inside, axis=-1) - 1, num_nodes)  # [B, N]
+    old_index = jnp.full((batch_size, num_nodes), num_nodes, jnp.int32).at[
+        batch_range[:, None], new_index].set(jnp.arange(num_nodes), mode="drop")
+    kept = old_index < num_nodes  # [B, N]: new slot m holds a node
+    take = jnp.minimum(old_index, num_nodes - 1)
+
+    def gather(x, fill):
+        got = jnp.take_along_axis(x, take.reshape(take.shape + (1,) * (x.ndim - 2)), axis=1)
+        keep = kept.reshape(kept.shape + (1,) * (x.ndim - 2))
+        return jnp.where(keep, got, jnp.asarray(fill, x.dtype))
+
+    def renumber(index, keep):
+        moved = jnp.take_along_axis(new_index, jnp.maximum(index, 0).reshape(batch_size, -1),
+                                    axis=1).reshape(index.shape)
+        return jnp.where(keep & (index >= 0), moved, index).astype(jnp.int32)
+
+    children = gather(tree.children_index, mctx.Tree.UNVISITED)
+    parents = gather(tree.parents, mctx.Tree.NO_PARENT)
+    parents = renumber(parents, kept).at[:, mctx.Tree.ROOT_INDEX].set(mctx.Tree.NO_PARENT)
+    from_parent = gather(tree.action_from_parent, mctx.Tree.NO_PARENT).at[
+        :, mctx.Tree.ROOT_INDEX].set(mctx.Tree.NO_PARENT)
+    return tree.replace(
+        node_visits=gather(tree.node_visits, 0),
+        raw_values=gather(tree.raw_values, 0),
+        node_values=gather(tree.node_values, 0),
+        parents=parents,
+        action_from_parent=from_parent,
+        children_index=renumber(children, kept[..., None]),
+        children_prior_logits=gather(tree.children_prior_logits, 0),
+        children_values=gather(tree.children_values, 0),
+        children_visits=gather(tree.children_visits, 0),
+        children_rewards=gather(tree.children_rewards, 0),
+        children_discounts=gather(tree.children_discounts, 0),
+        embeddings=jax.tree.map(lambda x: gather(x, 0), tree.embeddings))
+
+
+def with_root(tree: mctx.Tree, root: mctx.RootFnOutput, invalid_actions: jax.Array
+              ) -> mctx.Tree:
+    """The next search's tree: each row's carried subtree (``reuse``) under the
+    fresh ``root``'s prior and invalid actions, or, where nothing was carried,
+    ``root`` alone (as ``start_tree`` makes it).
+
+    The root's prior is always the fresh one, so self-play's exploration noise
+    is drawn anew on every move; a carried root keeps its visits and its
+    backed-up value.
+    """
+    fresh = start_tree(root, tree.node_visits.shape[1] - 1, invalid_actions, tree.extra_data)
+    carried = node_count(tree) > 0
+
+    def pick(old, new):
+        return jnp.where(carried.reshape(carried.shape + (1,) * (old.ndim - 1)), old, new)
+
+    tree = jax.tree.map(pick, tree, fresh)
+    root_index = mctx.Tree.ROOT_INDEX
+    return tree.replace(
+        children_prior_logits=tree.children_prior_logits.at[:, root_index].set(
+            root.prior_logits),
+        root_invalid_actions=jnp.asarray(invalid_actions, tree.root_invalid_actions.dtype))
+
+
+def gumbel_policy(
+    params,
+    rng_key: jax.Array,
+    root: mctx.RootFnOutput,
+    recurrent_fn,
+    num_simulations: int,
+    invalid_actions: jax.Array,
+    *,
+    qtransform=mctx_qtransforms.qtransform_completed_by_mix_value,
+    max_num_considered_actions: int = 16,
+    gumbel_scale: float = 1.0,
+) -> mctx.PolicyOutput:
+    """``mctx.gumbel_muzero_policy`` (no ``max_depth``) on ``search_tree``: the
+    same action, action weights and tree (tested)."""
+    chex.assert_equal_shape([root.prior_logits, invalid_actions])
+    root = root.replace(prior_logits=mask_logits(root.prior_logits, ~invalid_actions))
+    rng_key, gumbel_rng = jax.random.split(rng_key)
+    gumbel = gumbel_scale * jax.random.gumbel(
+        gumbel_rng, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
+    tree = search_tree(
+        params, rng_key,
+        root=root,
+        recurrent_fn=recurrent_fn,
+        root_action_selection_fn=functools.partial(
+            mctx_selection.gumbel_muzero_root_action_selection,
+            num_simulations=num_simulations,
+            max_num_considered_actions=max_num_considered_actions,
+            qtransform=qtransform),
+        interior_action_selection_fn=functools.partial(
+            mctx_selection.gumbel_muzero_interior_action_selection, qtransform=qtransform),
+        num_simulations=num_simulations,
+        invalid_actions=invalid_actions,
+        extra_data=mctx_selection.GumbelMuZeroExtraData(root_gumbel=gumbel))
+    summary = tree.summary()
+    # The most visited actions' best "gumbel + logits + completed q" is played.
+    considered_visit = jnp.max(summary.visit_counts, axis=-1, keepdims=True)
+    completed_qvalues = jax.vmap(qtransform, in_axes=[0, None])(tree, tree.ROOT_INDEX)
+    to_argmax = mctx_seq_halving.score_considered(
+        considered_visit, gumbel, root.prior_logits, completed_qvalues, summary.visit_counts)
+    action = mctx_selection.masked_argmax(to_argmax, invalid_actions)
+    action_weights = jax.nn.softmax(
+        mask_logits(root.prior_logits + completed_qvalues, ~invalid_actions))
+    return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)
