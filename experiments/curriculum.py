@@ -20,53 +20,28 @@ import argparse
 import sys
 from pathlib import Path
 
-from agz_jax.config import PRESETS, Config, ConfigError, get_preset
+from agz_jax import cli
+from agz_jax.config import Config, ConfigError
+
+
+def _own_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stages", default=None, metavar="A,B,...",
+                        help="comma-separated stages in order (default: the config's, "
+                             "basic,imitate,selfplay); the same as --curriculum.stages")
+    parser.add_argument("--init-from", type=Path, default=None, metavar="MODEL",
+                        help="start the first stage from this model / run directory")
+
+
+COMMAND = cli.RunCommand(
+    prog="python -m experiments.curriculum", doc=__doc__, default_preset="curriculum",
+    default_out=lambda preset: Path("runs") / f"curriculum-{preset}",
+    sections=cli.ALL_SECTIONS, own_flags=_own_flags,
+    shorthands=lambda args: {} if args.stages is None else {"curriculum.stages": args.stages})
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.curriculum", add_help=False, description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default=None,
-                        help=f"one of {sorted(PRESETS)} (default curriculum)")
-    parser.add_argument("--out", type=Path, default=None, help="run directory")
-    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
-    parser.add_argument("--stages", default=None,
-                        help="comma-separated stages in order (default: the config's, "
-                             "basic,imitate,selfplay)")
-    parser.add_argument("--init-from", type=Path, default=None,
-                        help="start the first stage from this model / run directory")
-    args, rest = parser.parse_known_args(argv)
-    if "-h" in rest or "--help" in rest:
-        parser.print_help()
-        print("\nConfig overrides (dotted):")
-
-    import tyro
-
-    from agz_jax import checkpoint
-
-    if args.resume:
-        if args.out is None:
-            raise ConfigError("--resume needs --out RUN_DIR")
-        try:
-            saved = checkpoint.read_config(args.out)
-        except checkpoint.CheckpointError as e:
-            raise ConfigError(str(e)) from e
-        config = tyro.cli(Config, default=saved, args=rest, prog="experiments.curriculum")
-        if args.stages is not None:
-            config = config.replace(**{"curriculum.stages": args.stages})
-        field = config.first_difference(saved)
-        if field:
-            raise ConfigError(f"{field} differs from the config saved in {args.out}/config.json;"
-                              " --resume uses the run's own config")
-    else:
-        config = tyro.cli(Config, default=get_preset(args.preset or "curriculum"), args=rest,
-                          prog="experiments.curriculum")
-        if args.stages is not None:
-            config = config.replace(**{"curriculum.stages": args.stages})
-    if args.out is None:
-        args.out = Path("runs") / f"curriculum-{args.preset or 'curriculum'}"
-    return args, config
+    """(args, config); ConfigError (one line) for any mistake, before anything compiles."""
+    return cli.parse_run(COMMAND, argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except SystemExit as e:  # tyro / argparse: the problem is printed already
+    except SystemExit as e:  # --help
         return int(e.code or 0)
     from agz_jax import checkpoint, models
 
@@ -114,6 +89,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         progress = run_curriculum(config, run_dir, init, say=console.print)
     except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except checkpoint.DamagedCheckpoint as e:
+        print(f"error: {e}: move {e.run_dir / 'checkpoints' / str(e.step)} out of the way and "
+              "run --resume again, which continues from there", file=sys.stderr)
+        return 2
+    except checkpoint.CheckpointError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     console.print(f"done: stages {','.join(progress['done'])} in {run_dir} "

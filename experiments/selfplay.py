@@ -4,12 +4,15 @@ r"""The main job: self-play reinforcement learning (AlphaGomoku IV.D).
     python -m experiments.selfplay --preset cpu --out runs/cpu --search.num-simulations 64
     python -m experiments.selfplay --out runs/cpu --resume            # continue a killed run
     python -m experiments.selfplay --out runs/cpu --resume --iterations 60   # extend it
+    python -m experiments.selfplay --out runs/cpu --resume-from 12    # from checkpoint 12
     python -m experiments.selfplay --preset smoke --out runs/s --save-games 4  # .psq records
 
 Any config field can be overridden with a dotted flag (``--help`` lists them).
 With ``--resume`` the run's own ``config.json`` is used; only ``--iterations``
 (to extend a run) and ``--parallel.*`` may change, any other differing override
-is an error.
+is an error. ``--resume-from STEP`` resumes from an earlier checkpoint than the
+latest (the error for a damaged checkpoint names the intact one); the later
+checkpoints move to ``RUN_DIR/damaged/``.
 
 Devices and hosts (README, "Scaling"): games and training batches are split
 over every visible device (``--parallel.devices N`` for the first N). Several
@@ -33,60 +36,36 @@ import sys
 import time
 from pathlib import Path
 
-from agz_jax.config import PRESETS, Config, ConfigError, get_preset
+from agz_jax import cli
+from agz_jax.config import Config, ConfigError
 
 
-def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
-    parser = argparse.ArgumentParser(
-        prog="python -m experiments.selfplay", add_help=False,
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default=None, help=f"one of {sorted(PRESETS)} (default cpu)")
-    parser.add_argument("--out", type=Path, default=None, help="run directory")
-    parser.add_argument("--resume", action="store_true", help="continue the run in --out")
+def _own_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-games", type=int, default=0, metavar="N",
                         help="save the first N self-play games of every iteration as .psq "
                              "in RUN_DIR/games/")
     parser.add_argument("--quiet", action="store_true", help="no per-iteration lines")
-    parser.add_argument("--init-from", type=Path, default=None,
+    parser.add_argument("--init-from", type=Path, default=None, metavar="MODEL",
                         help="start from these nets: a model name or directory, a run or "
                              "curriculum directory (any stage's output)")
-    parser.add_argument("--num-processes", default=None,
+    parser.add_argument("--num-processes", default=None, metavar="N",
                         help="processes (hosts) of a multi-host run, or 'auto' "
                         "(env JAX_NUM_PROCESSES; default 1)")
-    parser.add_argument("--process-id", default=None,
+    parser.add_argument("--process-id", default=None, metavar="I",
                         help="this process's id, 0..N-1 (env JAX_PROCESS_ID)")
-    parser.add_argument("--coordinator", default=None,
+    parser.add_argument("--coordinator", default=None, metavar="HOST:PORT",
                         help="HOST:PORT of process 0 (env JAX_COORDINATOR_ADDRESS)")
-    args, rest = parser.parse_known_args(argv)
-    if "-h" in rest or "--help" in rest:
-        parser.print_help()
-        print("\nConfig overrides (dotted):")
 
-    import tyro
 
-    from agz_jax import checkpoint
+COMMAND = cli.RunCommand(
+    prog="python -m experiments.selfplay", doc=__doc__, default_preset="cpu",
+    default_out=lambda preset: Path("runs") / preset, sections=cli.RUN_SECTIONS,
+    resume_allows=("iterations", "parallel"), resume_from=True, own_flags=_own_flags)
 
-    if args.resume:
-        if args.out is None:
-            parser.error("--resume needs --out RUN_DIR")
-        saved = checkpoint.read_config(args.out)
-        if args.preset is not None:
-            preset = get_preset(args.preset)
-            if preset.first_difference(saved, allow=("iterations",)):
-                raise ConfigError(
-                    f"--preset {args.preset} differs from the config of {args.out}; "
-                    "--resume uses the run's own config (drop --preset)")
-        config = tyro.cli(Config, default=saved, args=rest, prog="experiments.selfplay")
-        field = config.first_difference(saved, allow=("iterations", "parallel"))
-        if field:
-            raise ConfigError(
-                f"{field} differs from the config saved in {args.out}/config.json; "
-                "only --iterations and --parallel.* may change on --resume")
-    else:
-        preset = get_preset(args.preset or "cpu")
-        config = tyro.cli(Config, default=preset, args=rest, prog="experiments.selfplay")
-    if args.out is None:
-        args.out = Path("runs") / (args.preset or "cpu")
+
+def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
+    """(args, config); ConfigError (one line) for any mistake, before anything compiles."""
+    args, config = cli.parse_run(COMMAND, argv)
     if args.init_from is not None:
         if args.resume:
             raise ConfigError("--init-from starts a new run; it cannot go with --resume")
@@ -133,10 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, CheckpointError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.out.exists() and not args.out.is_dir():
-        print(f"error: --out {args.out} is a file; give a directory for the run",
-              file=sys.stderr)
-        return 2
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
 
     from agz_jax import checkpoint, parallel
 
@@ -173,10 +150,18 @@ def main(argv: list[str] | None = None) -> int:
         console.print(f"nets from {args.init_from}")
     if args.resume:
         try:
-            state, meta, step = checkpoint.restore(run_dir, state)
+            state, meta, step = checkpoint.restore(run_dir, state, step=args.resume_from)
+        except checkpoint.DamagedCheckpoint as e:
+            print(f"error: {cli.damaged_way_out(e)}", file=sys.stderr)
+            return 2
         except checkpoint.CheckpointError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
+        if args.resume_from is not None:
+            if main_process:
+                for moved in checkpoint.set_aside(run_dir, step):
+                    console.print(f"set aside {moved}")
+            parallel.barrier("set aside the later checkpoints")
         console.print(f"resumed {run_dir} at iteration {int(state.iteration)}")
     else:
         if main_process:

@@ -14,6 +14,7 @@ import pytest
 from agz_jax import arena, movepred, records, replay, supervised, symmetry
 from agz_jax.config import ConfigError, get_preset
 from agz_jax.gomoku import Rules
+from agz_jax.networks import make_networks
 from experiments import movepred as cli
 
 SIZE = 7
@@ -79,7 +80,7 @@ def test_rank_labels_reach_the_dataset():
     np.testing.assert_array_equal(planes[:, 0, :], np.eye(2)[data.rank])  # one-hot
     assert np.all(planes == planes[:, :1, :])  # on every point
     # the net asked at each rank: the diagonal is the plain evaluation
-    nets = movepred.stages.components(config).nets
+    nets = make_networks(config)
     shapes = jax.eval_shape(nets.init, jax.random.PRNGKey(0))
     rng = np.random.default_rng(0)
     variables = jax.tree_util.tree_map_with_path(  # BatchNorm variances > 0

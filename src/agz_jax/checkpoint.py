@@ -4,12 +4,19 @@ Layout: ``RUN_DIR/config.json`` (the run's config, written once) and
 ``RUN_DIR/checkpoints/<iteration>/{state,meta}``. Saving is synchronous, and
 orbax writes each step to a temporary directory renamed on completion, so a
 run killed mid-save leaves the previous checkpoint intact.
+
+A checkpoint that cannot be read is told apart from one that does not fit the
+run's config (its arrays' shapes, from orbax's metadata): the first raises
+``DamagedCheckpoint`` naming the latest earlier checkpoint that restores, the
+way out (``set_aside`` the later ones and resume from it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +24,8 @@ import jax
 import orbax.checkpoint as ocp
 
 from agz_jax.config import Config, ConfigError
+
+SET_ASIDE = "damaged"  # RUN_DIR/damaged/<step>: checkpoints moved out of the way
 
 
 def _not_read_only_notice(record: logging.LogRecord) -> bool:
@@ -29,9 +38,47 @@ def _not_read_only_notice(record: logging.LogRecord) -> bool:
 
 logging.getLogger("absl").addFilter(_not_read_only_notice)
 
+_unraisablehook = sys.unraisablehook
+
+
+def _drop_closed_loop_noise(unraisable) -> None:
+    """When one array of a restore cannot be read, orbax's asyncio loop closes
+    while TensorStore still completes the other reads; each completion then
+    fails on the closed loop and Python prints it as an unraisable exception:
+    dozens of "Event loop is closed" tracebacks around the real error. They
+    say nothing more, so exactly those are dropped."""
+    exc = unraisable.exc_value
+    if isinstance(exc, RuntimeError) and str(exc) == "Event loop is closed":
+        return
+    _unraisablehook(unraisable)
+
+
+sys.unraisablehook = _drop_closed_loop_noise
+
 
 class CheckpointError(RuntimeError):
     """A checkpoint is missing, unreadable, or does not match the run's config."""
+
+
+class DamagedCheckpoint(CheckpointError):
+    """Checkpoint ``step`` of ``run_dir`` cannot be read; ``intact`` is the latest
+    earlier step that restores (None if there is none)."""
+
+    def __init__(self, message: str, run_dir: Path, step: int, intact: int | None):
+        super().__init__(message)
+        self.run_dir, self.step, self.intact = run_dir, step, intact
+
+
+@contextlib.contextmanager
+def _quiet_absl():
+    """Orbax's absl warnings off (reading a damaged checkpoint's metadata warns)."""
+    logger = logging.getLogger("absl")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _manager(run_dir: Path, read_only: bool = False) -> ocp.CheckpointManager:
@@ -44,11 +91,17 @@ def _manager(run_dir: Path, read_only: bool = False) -> ocp.CheckpointManager:
     )
 
 
-def latest_step(run_dir: Path) -> int | None:
+def all_steps(run_dir: Path) -> list[int]:
+    """The steps of ``run_dir``'s checkpoints, in increasing order."""
     if not (run_dir / "checkpoints").exists():
-        return None
+        return []
     with _manager(run_dir, read_only=True) as mngr:
-        return mngr.latest_step()
+        return sorted(mngr.all_steps())
+
+
+def latest_step(run_dir: Path) -> int | None:
+    steps = all_steps(run_dir)
+    return steps[-1] if steps else None
 
 
 def write_config(run_dir: Path, config: Config) -> None:
@@ -82,25 +135,125 @@ def save(run_dir: Path, step: int, state: Any, meta: dict) -> None:
         mngr.wait_until_finished()
 
 
+def _step_dir(run_dir: Path, step: int) -> Path:
+    return run_dir / "checkpoints" / str(step)
+
+
+def _read(run_dir: Path, step: int, state_args) -> Any:
+    with _manager(run_dir, read_only=True) as mngr:
+        return mngr.restore(step, args=ocp.args.Composite(state=state_args,
+                                                          meta=ocp.args.JsonRestore()))
+
+
+def _names(tree) -> dict[str, tuple]:
+    """``{"best.params.Conv_0.kernel": (shape, dtype)}``, orbax's names for the leaves."""
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    return {jax.tree_util.keystr(p, simple=True, separator="."): (tuple(x.shape), x.dtype)
+            for p, x in leaves}
+
+
+def _misfit(run_dir: Path, step: int, abstract, partial: bool) -> str | None:
+    """How checkpoint ``step``'s arrays (orbax's metadata) differ from ``abstract``'s
+    (``partial``: ``abstract`` names some of them), or None if they agree, or if
+    the metadata itself cannot be read."""
+    try:
+        with _quiet_absl(), ocp.StandardCheckpointer() as ckptr:
+            tree = ckptr.metadata((_step_dir(run_dir, step) / "state").absolute())
+            saved = {m.name: (tuple(m.shape), m.dtype)
+                     for m in jax.tree.leaves(tree.item_metadata.tree)}
+    except Exception:  # unreadable metadata: a damaged checkpoint, not a misfit
+        return None
+    wanted = _names(abstract)
+    for name in sorted(wanted):
+        if name not in saved:
+            return f"it has no array {name}"
+        if saved[name] != wanted[name]:
+            return (f"its {name} has shape {saved[name][0]}, the config needs "
+                    f"{wanted[name][0]}")
+    extra = [] if partial else sorted(set(saved) - set(wanted))
+    return f"it has an array {extra[0]} the config does not make" if extra else None
+
+
+def _cause(e: Exception) -> str:
+    """A few words on why a read failed (TensorStore's status code, or the type)."""
+    text = str(e).strip()
+    head = text.split(":", 1)[0]
+    if head.isupper() and head.replace("_", "").isalpha():  # DATA_LOSS, OUT_OF_RANGE, ...
+        return head
+    return type(e).__name__
+
+
+def _restore(run_dir: Path, abstract: Any, step: int | None, state_args,
+             partial: bool = False) -> tuple[Any, int]:
+    """(orbax's restored Composite, its step) of the state ``abstract`` describes;
+    CheckpointError with the reason."""
+    steps = all_steps(run_dir)
+    if not steps:
+        raise CheckpointError(f"no checkpoint in {run_dir / 'checkpoints'}")
+    step = steps[-1] if step is None else step
+    if step not in steps:
+        raise CheckpointError(f"{run_dir / 'checkpoints'} holds no checkpoint {step} (it holds "
+                              f"{', '.join(map(str, steps))})")
+    # Before reading: orbax pads or cuts an array of another shape without a word.
+    misfit = _misfit(run_dir, step, abstract, partial)
+    if misfit:
+        raise CheckpointError(f"checkpoint {_step_dir(run_dir, step)} does not fit the config "
+                              f"in {run_dir / 'config.json'}: {misfit}")
+    try:
+        return _read(run_dir, step, state_args), step
+    except Exception as e:  # orbax raises many types: its files cannot be read
+        first = e
+    intact = None
+    for earlier in reversed([s for s in steps if s < step]):
+        try:
+            _read(run_dir, earlier, state_args)
+        except Exception:
+            continue
+        intact = earlier
+        break
+    later = (f"the previous checkpoint, {intact}, is intact" if intact is not None
+             else "no earlier checkpoint is intact")
+    raise DamagedCheckpoint(
+        f"checkpoint {_step_dir(run_dir, step)} is damaged ({_cause(first)}: its files "
+        f"cannot be read); {later}", run_dir, step, intact) from first
+
+
 def restore(run_dir: Path, like: Any, step: int | None = None) -> tuple[Any, dict, int]:
     """Restore the latest (or given) checkpoint into the structure of ``like``.
 
-    Raises CheckpointError, naming the directory and the cause, if there is no
-    checkpoint or it cannot be read into ``like``'s shapes and dtypes.
+    Raises CheckpointError, naming the checkpoint and the cause, if there is none,
+    or it does not fit ``like``'s shapes and dtypes (the run's config.json was
+    changed); DamagedCheckpoint if its files cannot be read.
     """
-    if step is None:
-        step = latest_step(run_dir)
-    if step is None:
-        raise CheckpointError(f"no checkpoint in {run_dir / 'checkpoints'}")
     abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _on_disk(like))
-    try:
-        with _manager(run_dir, read_only=True) as mngr:
-            out = mngr.restore(step, args=ocp.args.Composite(
-                state=ocp.args.StandardRestore(abstract), meta=ocp.args.JsonRestore()))
-    except Exception as e:  # orbax raises many types; name the file and the cause
-        raise CheckpointError(
-            f"checkpoint {run_dir / 'checkpoints' / str(step)} cannot be restored "
-            f"for this config ({type(e).__name__}: {str(e).splitlines()[0][:300]})"
-        ) from e
+    out, step = _restore(run_dir, abstract, step, ocp.args.StandardRestore(abstract))
     state = like._replace(**out.state) if hasattr(like, "_asdict") else out.state
     return state, dict(out.meta), step
+
+
+def restore_fields(run_dir: Path, fields: dict, step: int | None = None) -> tuple[dict, int]:
+    """Only the named top-level fields of a checkpoint's state, as host arrays:
+    ``fields`` maps each name to its abstract tree (``jax.eval_shape``), e.g.
+    ``{"best": variables}``. The other arrays (the replay buffer) are not read."""
+    restore_args = ocp.checkpoint_utils.construct_restore_args(fields)
+    args = ocp.args.PyTreeRestore(item=fields, restore_args=restore_args, partial_restore=True)
+    out, step = _restore(run_dir, fields, step, args, partial=True)
+    return dict(out.state), step
+
+
+def set_aside(run_dir: Path, after: int) -> list[Path]:
+    """Move the checkpoints after step ``after`` out of ``RUN_DIR/checkpoints`` into
+    ``RUN_DIR/damaged/`` (a run resumed from ``after`` writes those steps again).
+    Returns where they went."""
+    moved = []
+    for step in all_steps(run_dir):
+        if step > after:
+            target = run_dir / SET_ASIDE / str(step)
+            n = 1
+            while target.exists():
+                target = run_dir / SET_ASIDE / f"{step}.{n}"
+                n += 1
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _step_dir(run_dir, step).rename(target)
+            moved.append(target)
+    return moved

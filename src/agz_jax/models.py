@@ -1,4 +1,4 @@
-"""Trained models: export a run's best net, and load a model by name or path.
+"""Trained models: load a model by name or path, save one.
 
 A *model directory* holds ``config.json`` (the config it was trained with) and
 ``variables.msgpack`` (the best net's variables, stacked ``[num_nets, ...]``,
@@ -29,7 +29,7 @@ from flax import serialization
 
 from agz_jax.config import Config
 from agz_jax.gomoku import Rules
-from agz_jax.networks import Networks
+from agz_jax.networks import Networks, make_networks
 
 VARIABLES_FILE = "variables.msgpack"
 CONFIG_FILE = "config.json"
@@ -91,8 +91,6 @@ def read_config(path: Path) -> Config:
 
 
 def _abstract_variables(config: Config):
-    from agz_jax.run import make_networks
-
     nets = make_networks(config)
     return nets, jax.eval_shape(nets.init, jax.random.PRNGKey(0))
 
@@ -121,28 +119,24 @@ def load(name_or_path: str | Path) -> Model:
         variables = jax.tree.map(lambda x, r: np.asarray(x, r.dtype), variables, abstract)
         step = None
     else:
-        variables, step = _best_from_run(path, config)
+        variables, step = _best_from_run(path, abstract)
     return Model(str(name_or_path), path, config,
                  Rules(config.game.size, config.game.rule), nets, variables, step)
 
 
-def _best_from_run(path: Path, config: Config) -> tuple[Any, int]:
-    """(the best net's variables, the step of the checkpoint they were read from)."""
-    from agz_jax import checkpoint, run
+def _best_from_run(path: Path, abstract) -> tuple[Any, int]:
+    """(the best net's variables, the step of the checkpoint they were read from):
+    only the run state's ``best`` field is read (not the replay buffer)."""
+    from agz_jax import checkpoint
 
     if checkpoint.latest_step(path) is None:
         raise ModelError(f"{path} holds neither {VARIABLES_FILE} nor a checkpoint "
                          f"in {path / 'checkpoints'}")
-    import dataclasses
-
-    # Shapes only: no device placement (the sharder would place real arrays).
-    comps = dataclasses.replace(run.build(config), sharder=None)
-    like = jax.eval_shape(lambda: run.init_state(comps))
     try:
-        state, _, step = checkpoint.restore(path, like)
+        fields, step = checkpoint.restore_fields(path, {"best": abstract})
     except checkpoint.CheckpointError as e:
         raise ModelError(str(e)) from e
-    return jax.device_get(state.best), int(step)
+    return fields["best"], int(step)
 
 
 def save(out_dir: str | Path, config: Config, variables: Any) -> Path:
@@ -155,9 +149,3 @@ def save(out_dir: str | Path, config: Config, variables: Any) -> Path:
     state = serialization.to_state_dict(jax.device_get(variables))
     (out / VARIABLES_FILE).write_bytes(serialization.msgpack_serialize(state))
     return out
-
-
-def export(run_dir: str | Path, out_dir: str | Path) -> Path:
-    """Export the best net of a run directory's latest checkpoint as a model dir."""
-    model = load(Path(run_dir))
-    return save(out_dir, model.config, model.variables)

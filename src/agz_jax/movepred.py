@@ -24,8 +24,8 @@ games): ``imitation.games_to_examples``, the curriculum's own replay.
 Training (``train``): the training games' positions go into a replay buffer
 (one ring per net with Double Networks, so each net learns its colour's
 moves) and are sampled uniformly with a random dihedral symmetry per example
-per step (``replay.sample``), through the curriculum's jitted SGD step
-(``curriculum.stages.sgd``): the policy target is one-hot on the move played.
+per step (``replay.sample``), through the jitted SGD steps the curriculum
+uses too (``agz_jax.train.sgd``): the policy target is one-hot on the move played.
 Whole games are held out (``supervised.split_by_game``).
 """
 
@@ -57,10 +57,12 @@ from agz_jax.config import (
     require,
     setting,
 )
-from agz_jax.curriculum import imitation, stages
+from agz_jax.curriculum import imitation
 from agz_jax.gomoku import Rules
 from agz_jax.mentor import MAX_LEVEL, Mentor
+from agz_jax.networks import make_networks
 from agz_jax.replay import Examples
+from agz_jax.train import fresh_train_state, sgd
 
 TOP_N = 10  # the accuracy curve's n = 1..TOP_N (Maddison et al., Fig. 1)
 
@@ -387,7 +389,7 @@ def init_variables(config: Config, seed: int | None = None):
     The key is an ``rbg`` key: on XLA:CPU the init of the default threefry key
     takes ~15 s to compile, an rbg key's ~4 s (numbers differ, determinism not).
     """
-    nets = stages.components(config).nets
+    nets = make_networks(config)
     return jax.device_get(nets.init(jax.random.key(config.seed if seed is None else seed,
                                                    impl="rbg")))
 
@@ -398,7 +400,7 @@ _add = jax.jit(replay.add)
 def training_buffer(config: Config, data: Positions) -> replay.Buffer:
     """A replay buffer holding exactly ``data`` (each ring sized to its colour's
     positions when the nets are split by colour)."""
-    nets = stages.components(config).nets
+    nets = make_networks(config)
     rules = Rules(config.game.size, config.game.rule)
     rings = nets.num_rings
     counts = np.bincount(data.to_play, minlength=2) if rings == 2 else [len(data.action)]
@@ -414,7 +416,7 @@ def evaluate(config: Config, variables, data: Positions, move_bin: int = 10,
              batch_size: int = 1024) -> dict:
     """Held-out metrics: top-1..top-10 accuracy ("topn": list), policy CE, value MSE,
     and top-1 accuracy by move number ("by_move": edges, accuracy, count)."""
-    nets = stages.components(config).nets
+    nets = make_networks(config)
     out = supervised.evaluate(nets, variables, data.obs, data.to_play, data.action, data.z,
                               legal=data.legal, batch_size=batch_size,
                               ns=tuple(range(1, TOP_N + 1)), return_ranks=True)
@@ -436,7 +438,7 @@ def accuracy_by_rank(config: Config, variables, data: Positions,
     k = config.features.ranks
     if not k:
         raise ValueError("accuracy_by_rank needs features.ranks > 0")
-    nets = stages.components(config).nets
+    nets = make_networks(config)
     out = []
     for true in range(k):
         part = data.select(data.rank == true)
@@ -463,14 +465,15 @@ def train(config: Config, mp: MovePredConfig, data: Positions, train_mask, key: 
     held = data.select(~train_mask)
     if variables is None:
         variables = init_variables(config)
-    state = stages.fresh_train_state(config, variables)
+    state = fresh_train_state(config.train, variables)
     chunk = mp.log_every or mp.steps
     history = []
     done = 0
     t0 = time.perf_counter()
     while True:
         n = min(chunk, mp.steps - done)
-        state, m = stages.sgd(config, state, buffer, jax.random.fold_in(key, done), n)
+        state, m = sgd(make_networks(config), config.train, state, buffer,
+                       jax.random.fold_in(key, done), n)
         done += n
         record = {"step": done, "train_s": time.perf_counter() - t0,
                   **{f"train/{k}": v for k, v in m.items()}}
@@ -490,8 +493,7 @@ def train(config: Config, mp: MovePredConfig, data: Positions, train_mask, key: 
 
 @functools.cache
 def _raw_match(config: Config, opponent: str, num_games: int, opening_plies: int):
-    comps = stages.components(config)
-    rules, nets = comps.rules, comps.nets
+    rules, nets = Rules(config.game.size, config.game.rule), make_networks(config)
     kind, level = parse_opponent(opponent)
     opp = arena.random_player(rules) if kind == "random" else Mentor(rules, level).act
 
@@ -553,7 +555,7 @@ def run_setting(config: Config, mp: MovePredConfig, games: Games, out: Path | No
     t_train = time.perf_counter() - t0 - t_data
     held = evaluate(config, variables, data.select(~train_mask), mp.move_bin)
     record = {"config": config.to_dict(), "movepred": mp.to_dict(), "params": num_params(
-        config, variables), "nets": stages.components(config).nets.num_nets,
+        config, variables), "nets": make_networks(config).num_nets,
         "train_positions": int(train_mask.sum()),
         "train_games": int(len(np.unique(data.game[train_mask]))),
         "heldout": held, "final_train": history[-1], "strength": [],

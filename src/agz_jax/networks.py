@@ -290,6 +290,17 @@ class Networks:
         return sum(x[0].size for x in jax.tree.leaves(variables["params"]))
 
 
+def make_networks(config) -> Networks:
+    """The ``Networks`` of a run config (``agz_jax.config.Config``): its board,
+    ``net`` section and input ``features``."""
+    net = config.net
+    module = PolicyValueNet(board_size=config.game.size, filters=net.filters,
+                            blocks=net.blocks, value_hidden=net.value_hidden,
+                            position_bias=net.position_bias, symmetric=net.symmetric,
+                            colour_heads=net.colour_heads)
+    return Networks(module, num_nets=net.num_nets, features=config.features)
+
+
 def cast_params(variables: Variables, dtype: Any) -> Variables:
     """``variables`` with the floating leaves of ``params`` cast to ``dtype``.
 

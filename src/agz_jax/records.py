@@ -16,13 +16,12 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax import arena
 from agz_jax.gomoku import Rules, State
 
 _HEADER = re.compile(r"^\s*Piskvorky\s+(\d+)\s*x\s*(\d+)\s*(?:,.*)?$")
@@ -168,7 +167,14 @@ def _describe(action: int, size: int) -> str:
     return f"action {action}"
 
 
-def save_match(directory, result: arena.MatchResult, size: int,
+class Match(Protocol):
+    """What ``save_match`` reads of a match (``arena.MatchResult`` is one)."""
+
+    moves: Any  # int32[T, B], -1 after a game's end
+    a_black: Any  # bool[B]: player A had black
+
+
+def save_match(directory, result: Match, size: int,
                names: tuple[str, str] = ("A", "B")) -> list[str]:
     """Write ``game_{i:04d}.psq`` for every game of ``result``; the paths.
 

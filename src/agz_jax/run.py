@@ -35,7 +35,7 @@ import numpy as np
 from agz_jax import arena, parallel, replay
 from agz_jax.config import Config
 from agz_jax.gomoku import Rules
-from agz_jax.networks import Networks, PolicyValueNet
+from agz_jax.networks import Networks, make_networks
 from agz_jax.selfplay import make_continuous, make_selfplay, to_examples
 from agz_jax.train import TrainState, init_train_state, make_train_step
 
@@ -63,15 +63,6 @@ class Components:
     evaluate: Callable
     sharder: parallel.Sharder | None = None
     start_slots: Callable | None = None  # continuous self-play: key -> Slots
-
-
-def make_networks(config: Config) -> Networks:
-    net = config.net
-    module = PolicyValueNet(board_size=config.game.size, filters=net.filters,
-                            blocks=net.blocks, value_hidden=net.value_hidden,
-                            position_bias=net.position_bias, symmetric=net.symmetric,
-                            colour_heads=net.colour_heads)
-    return Networks(module, num_nets=net.num_nets, features=config.features)
 
 
 def build(config: Config) -> Components:

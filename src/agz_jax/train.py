@@ -9,16 +9,22 @@ over the nets; each net is updated on its own batch, so the black net sees
 only the black batch and the white net only the white one. A net with colour
 heads (one net, replay split by colour) is updated once on the black and the
 white batch together, each position through the head of its colour.
+
+``sgd`` runs a number of such steps on samples of a replay buffer: the
+supervised trainings (the curriculum's stages, move prediction) share it.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
+from agz_jax import replay
 from agz_jax.config import TrainConfig
 from agz_jax.networks import Networks, stack, unstack
 from agz_jax.replay import Batch
@@ -34,11 +40,15 @@ def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
     return optax.sgd(cfg.learning_rate, momentum=cfg.momentum or None, nesterov=cfg.nesterov)
 
 
-def init_train_state(nets: Networks, cfg: TrainConfig, key: jax.Array) -> TrainState:
-    variables = nets.init(key)
+def fresh_train_state(cfg: TrainConfig, variables) -> TrainState:
+    """A TrainState of (stacked) ``variables`` with a new optimizer state (step 0)."""
     opt = make_optimizer(cfg)
-    opt_state = jax.vmap(opt.init)(variables["params"])
-    return TrainState(variables, opt_state, jnp.int32(0))
+    return TrainState(variables, jax.vmap(opt.init)(variables["params"]), jnp.int32(0))
+
+
+def init_train_state(nets: Networks, cfg: TrainConfig, key: jax.Array) -> TrainState:
+    """New nets (``nets.init(key)``) with a new optimizer state."""
+    return fresh_train_state(cfg, nets.init(key))
 
 
 def l2_penalty(params) -> jax.Array:
@@ -115,3 +125,31 @@ def make_train_step(nets: Networks, cfg: TrainConfig):
         return TrainState(variables, opt_state, state.step + 1), metrics
 
     return step
+
+
+@functools.cache
+def _sgd_fns(nets: Networks, cfg: TrainConfig):
+    """(sample, step) jitted once per net and train config: the step takes a batch,
+    so buffers of any capacity share its compilation."""
+    sample = jax.jit(lambda buffer, key: replay.sample(buffer, key, cfg.batch_size))
+    return sample, jax.jit(make_train_step(nets, cfg))
+
+
+def sgd(nets: Networks, cfg: TrainConfig, state: TrainState, buffer: replay.Buffer,
+        key: jax.Array, steps: int) -> tuple[TrainState, dict]:
+    """``steps`` jitted SGD steps, each on a uniform, symmetry-augmented sample of
+    ``cfg.batch_size`` positions per ring of ``buffer``; the first step's metrics
+    (``first_<name>``) and the last one's, averaged over the nets, as floats.
+
+    One jitted call per step, not a scan: XLA:CPU runs convolution gradients
+    inside a rolled loop several times slower (``run.run_iteration``)."""
+    sample, step = _sgd_fns(nets, cfg)
+    metrics: dict[str, float] = {}
+    m = None
+    for i, k in enumerate(jax.random.split(key, steps) if steps else []):
+        state, m = step(state, sample(buffer, k))
+        if i == 0:
+            metrics.update({f"first_{n}": float(np.mean(v)) for n, v in m.items()})
+    if m is not None:
+        metrics.update({n: float(np.mean(v)) for n, v in m.items()})
+    return state, metrics

@@ -36,45 +36,21 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax import arena, checkpoint, models, replay, run, supervised
+from agz_jax import arena, checkpoint, models, replay, run, supervised, train
 from agz_jax.config import STAGES, Config, ConfigError
 from agz_jax.curriculum import basic_rules, imitation
 from agz_jax.mentor import Mentor
-from agz_jax.train import TrainState, make_optimizer, make_train_step
+from agz_jax.networks import make_networks
+from agz_jax.train import TrainState, fresh_train_state
 
 Stage = Callable[[TrainState, jax.Array], tuple[TrainState, dict]]
 Log = Callable[[dict], None]  # receives one metrics record (a round, an iteration)
 
 
-def fresh_train_state(config: Config, variables) -> TrainState:
-    """A TrainState of ``variables`` with a new optimizer state (step 0)."""
-    opt = make_optimizer(config.train)
-    return TrainState(variables, jax.vmap(opt.init)(variables["params"]), jnp.int32(0))
-
-
-@functools.cache
-def _sgd_fns(config: Config):
-    """(sample, step) jitted once per config: the step takes a batch, so buffers of
-    any capacity (one per stage) share its compilation."""
-    nets = components(config).nets
-    batch_size = config.train.batch_size
-    sample = jax.jit(lambda buffer, key: replay.sample(buffer, key, batch_size))
-    return sample, jax.jit(make_train_step(nets, config.train))
-
-
 def sgd(config: Config, state: TrainState, buffer: replay.Buffer, key: jax.Array,
         steps: int) -> tuple[TrainState, dict]:
-    """``steps`` jitted SGD steps on samples of ``buffer``; first and last metrics."""
-    sample, step = _sgd_fns(config)
-    metrics: dict[str, float] = {}
-    m = None
-    for i, k in enumerate(jax.random.split(key, steps) if steps else []):
-        state, m = step(state, sample(buffer, k))
-        if i == 0:
-            metrics.update({f"first_{n}": float(np.mean(v)) for n, v in m.items()})
-    if m is not None:
-        metrics.update({n: float(np.mean(v)) for n, v in m.items()})
-    return state, metrics
+    """``train.sgd`` with the nets and train settings of ``config``."""
+    return train.sgd(make_networks(config), config.train, state, buffer, key, steps)
 
 
 def _predict(comps: run.Components):
@@ -363,7 +339,8 @@ def run_curriculum(config: Config, run_dir: Path, init_variables=None,
         say(f"stage {i + 1}/{len(stages)}: {name}")
         stage = make_stage(name, config, run_dir, log, say, index=i)
         t0 = time.perf_counter()
-        state, metrics = stage(fresh_train_state(config, variables), stage_key(config, i))
+        state, metrics = stage(fresh_train_state(config.train, variables),
+                               stage_key(config, i))
         variables = jax.device_get(state.variables)
         metrics["time/stage_s"] = time.perf_counter() - t0
         models.save(run_dir / "stages" / f"{i}-{name}", config, variables)

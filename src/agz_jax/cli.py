@@ -1,0 +1,282 @@
+"""What the training command lines share: config flags made from the config
+dataclasses, and the run directory (``--out``, ``--resume``, ``--resume-from``).
+
+Every field of a ``Config`` section the command uses is a dotted flag
+(``--search.num-simulations 64``; ``--net.double`` / ``--net.no-double`` for a
+bool; underscores work too), documented by the field's attribute docstring and
+defaulting to the preset's (or, with ``--resume``, the run's own) value. There
+is one parser and one usage block. Every mistake ends in a ``ConfigError``: a
+one-line message that names the flag or field and the way out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import difflib
+import functools
+import inspect
+import textwrap
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from agz_jax.config import PRESETS, Config, ConfigError, get_preset
+
+# The sections of the main job (``experiments.selfplay``); the curriculum also
+# uses basic, imitate and curriculum.
+RUN_SECTIONS = ("game", "net", "features", "search", "decay", "selfplay", "replay", "train",
+                "gating", "eval", "parallel", "openings")
+ALL_SECTIONS = RUN_SECTIONS + ("basic", "imitate", "curriculum")
+
+
+@functools.cache
+def field_docs(cls: type) -> dict[str, str]:
+    """The attribute docstrings of a dataclass (the string after each field), as one
+    paragraph each."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body
+    docs = {}
+    for stmt, after in zip(body, body[1:], strict=False):
+        if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+                and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)):
+            docs[stmt.target.id] = " ".join(after.value.value.split())
+    return docs
+
+
+def class_doc(cls: type) -> str:
+    """The first paragraph of a class's docstring, as one line."""
+    return " ".join((inspect.getdoc(cls) or "").split("\n\n")[0].split())
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose errors are ConfigErrors (one line, no usage block)."""
+
+    def error(self, message: str):
+        raise ConfigError(f"{message} (--help lists the flags)")
+
+
+class _Flag(argparse.Action):
+    """``--a.b`` sets True, ``--a.no-b`` False."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, ".no-" not in option_string)
+
+
+def _convert(kind: type, flag: str) -> Callable[[str], Any]:
+    what = {int: "an integer", float: "a number", str: "a string"}[kind]
+
+    def convert(text: str):
+        try:
+            return kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"wants {what}, got {text!r}") from None
+
+    return convert
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return " ".join(map(str, value))
+    return repr(value) if value == "" else str(value)
+
+
+def _add_field(group, dest: str, f: dataclasses.Field, value: Any, doc: str) -> None:
+    name = "--" + dest.replace("_", "-")
+    help_text = f"{doc} (default: {_show(value)})".replace("%", "%%")
+    kind = {"int": int, "float": float, "str": str, "bool": bool}.get(str(f.type))
+    if kind is bool:
+        section, _, leaf = name.rpartition(".")
+        no = f"{section}.no-{leaf}" if section else f"--no-{leaf[2:]}"
+        group.add_argument(name, no, action=_Flag, dest=dest, default=argparse.SUPPRESS,
+                           help=help_text)
+    elif kind is not None:
+        check = f.metadata.get("check")
+        choices = getattr(check, "choices", None)
+        metavar = ("{" + ",".join(map(str, choices)) + "}" if choices
+                   else {int: "N", float: "X", str: "TEXT"}[kind])
+        group.add_argument(name, dest=dest, type=_convert(kind, name), metavar=metavar,
+                           default=argparse.SUPPRESS, help=help_text)
+    else:  # tuple[str, ...]
+        group.add_argument(name, dest=dest, nargs="+", metavar="VALUE",
+                           default=argparse.SUPPRESS, help=help_text)
+
+
+def add_config_flags(parser: argparse.ArgumentParser, config: Config,
+                     sections: Sequence[str]) -> list[str]:
+    """A flag per field of ``config``'s top level and of ``sections``, its default
+    shown from ``config``; returns the dotted names (the parsed namespace holds
+    only the flags given, under those names)."""
+    names = []
+    top = parser.add_argument_group("run")
+    docs = field_docs(Config)
+    for f in dataclasses.fields(Config):
+        if f.name not in ALL_SECTIONS:
+            _add_field(top, f.name, f, getattr(config, f.name), docs[f.name])
+            names.append(f.name)
+    for section in sections:
+        value = getattr(config, section)
+        group = parser.add_argument_group(section, textwrap.fill(class_doc(type(value)), 94))
+        docs = field_docs(type(value))
+        for f in dataclasses.fields(value):
+            dest = f"{section}.{f.name}"
+            _add_field(group, dest, f, getattr(value, f.name), docs[f.name])
+            names.append(dest)
+    return names
+
+
+def _normalise(argv: Sequence[str]) -> list[str]:
+    """``--search.num_simulations=5`` -> ``--search.num-simulations=5`` (flags only)."""
+    out = []
+    for arg in argv:
+        if arg.startswith("--") and "." in arg.split("=", 1)[0]:
+            name, eq, value = arg.partition("=")
+            arg = name.replace("_", "-") + eq + value
+        out.append(arg)
+    return out
+
+
+def parse_known(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``parser.parse_args``, with an unknown flag named and a near one suggested."""
+    args, rest = parser.parse_known_args(_normalise(argv))
+    if rest:
+        bad = rest[0]
+        if bad.startswith("-"):
+            flag = bad.split("=", 1)[0]
+            known = [o for a in parser._actions for o in a.option_strings]
+            near = difflib.get_close_matches(flag, known, n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise ConfigError(f"unknown flag {flag}{hint}; --help lists the flags of this "
+                              "command")
+        raise ConfigError(f"unexpected argument {bad!r}; --help lists the flags")
+    return args
+
+
+def overrides(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
+    """The dotted fields given on the command line, with their values."""
+    given = vars(args)
+    return {name: tuple(given[name]) if isinstance(given[name], list) else given[name]
+            for name in names if name in given}
+
+
+# --------------------------------------------------------------------- run directories
+
+
+@dataclasses.dataclass(frozen=True)
+class RunCommand:
+    """How a training command line reads its run directory and config.
+
+    prog, doc: its name and module docstring (the help's description).
+    default_preset: the preset without ``--preset``; default_out(preset) the
+    directory without ``--out``. sections: the config sections it uses.
+    resume_allows: fields (or whole sections) that may differ on ``--resume``.
+    resume_from: offer ``--resume-from STEP``. own_flags: adds the command's
+    other flags to the parser; shorthands(args): the dotted fields some of them
+    set (``--stages`` is ``curriculum.stages``).
+    """
+
+    prog: str
+    doc: str
+    default_preset: str
+    default_out: Callable[[str], Path]
+    sections: tuple[str, ...] = RUN_SECTIONS
+    resume_allows: tuple[str, ...] = ()
+    resume_from: bool = False
+    own_flags: Callable[[argparse.ArgumentParser], None] = lambda parser: None
+    shorthands: Callable[[argparse.Namespace], dict] = lambda args: {}
+
+
+def _common(parser: argparse.ArgumentParser, command: RunCommand) -> None:
+    parser.add_argument("--preset", default=None, metavar="NAME",
+                        help=f"one of {', '.join(sorted(PRESETS))} (default "
+                             f"{command.default_preset}); the defaults shown below are its "
+                             "values (with --resume, the run's own)")
+    parser.add_argument("--out", type=Path, default=None, metavar="RUN_DIR",
+                        help=f"run directory (default {command.default_out('PRESET')})")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in --out, with its own config.json")
+    if command.resume_from:
+        parser.add_argument("--resume-from", type=int, default=None, metavar="STEP",
+                            help="--resume from checkpoint STEP of --out, not the latest: "
+                                 "the later ones (say, a damaged one) move to RUN_DIR/damaged/")
+
+
+def parse_run(command: RunCommand, argv: Sequence[str]) -> tuple[argparse.Namespace, Config]:
+    """(args, config) of a training command line; ConfigError for any mistake.
+
+    ``args.resume`` is set by ``--resume`` or ``--resume-from``; ``args.out``
+    is filled in. With it, the config is the run's ``config.json`` and a given
+    flag may change only ``command.resume_allows``.
+    """
+    from agz_jax import checkpoint
+
+    argv = list(argv)
+    first = ArgumentParser(add_help=False, allow_abbrev=False)
+    _common(first, command)
+    early, _ = first.parse_known_args(_normalise(argv))
+    resume = early.resume or getattr(early, "resume_from", None) is not None
+    asks_help = "-h" in argv or "--help" in argv
+    saved = None
+    if resume:
+        if early.out is None:
+            raise ConfigError("--resume needs --out RUN_DIR, the run to continue")
+        check_out(early.out)
+        try:
+            saved = checkpoint.read_config(early.out)
+        except checkpoint.CheckpointError as e:
+            if not asks_help:
+                raise ConfigError(f"{e}; start it without --resume") from None
+    base = saved or get_preset(early.preset or command.default_preset)
+
+    resume_flags = "--resume | --resume-from STEP" if command.resume_from else "--resume"
+    usage = (f"{command.prog} [--preset NAME] [--out RUN_DIR] [{resume_flags}] [options] "
+             "[--SECTION.FIELD VALUE ...]")
+    parser = ArgumentParser(
+        prog=command.prog, usage=usage, description=command.doc, allow_abbrev=False,
+        formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(
+            prog, max_help_position=8, width=100))
+    _common(parser, command)
+    command.own_flags(parser)
+    names = add_config_flags(parser, base, command.sections)
+    args = parse_known(parser, argv)
+    args.resume = resume
+    given = overrides(args, names) | command.shorthands(args)
+    config = base.replace(**given) if given else base
+    if saved is not None:
+        if args.preset is not None and get_preset(args.preset).first_difference(
+                saved, allow=("iterations",)):
+            raise ConfigError(f"--preset {args.preset} differs from the config of {args.out}; "
+                              "--resume uses the run's own config (drop --preset)")
+        field = config.first_difference(saved, allow=command.resume_allows)
+        if field:
+            flags = [f"--{a}.*" if a in ALL_SECTIONS else "--" + a.replace("_", "-")
+                     for a in command.resume_allows]
+            may = (f"only {' and '.join(flags)} may change on --resume" if flags
+                   else "--resume uses the run's own config")
+            raise ConfigError(f"{field} differs from the config saved in "
+                              f"{args.out / 'config.json'}; {may}")
+    if args.out is None:
+        args.out = command.default_out(args.preset or command.default_preset)
+    check_out(args.out)
+    return args, config
+
+
+def check_out(out: Path) -> None:
+    """``--out`` must be a directory, or not exist yet."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a directory for the run")
+
+
+def damaged_way_out(error, flag: str = "--resume-from") -> str:
+    """The one-line message of a ``checkpoint.DamagedCheckpoint``, with the way out."""
+    if error.intact is None:
+        return f"{error}: start the run again with another --out"
+    return (f"{error}: continue from it with --out {error.run_dir} {flag} {error.intact} "
+            f"(checkpoint {error.step} then moves to {error.run_dir / 'damaged'})")
