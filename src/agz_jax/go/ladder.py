@@ -1,0 +1,189 @@
+"""Ladder reading: which moves capture an enemy chain in a ladder (Maddison et
+al. 2015, Table 1, "ladder move": "whether a move at this point is a successful
+ladder capture").
+
+A *ladder capture* is a move of the side to move (the attacker) that puts an
+enemy chain with two liberties (the prey) in atari such that the prey cannot
+escape however it answers, the attacker always answering with another atari.
+``read`` decides one (move, prey) pair by a depth-first AND/OR search, the way
+GnuGo's ``simple_ladder`` reads:
+
+* the defender (prey in atari, one liberty) tries every option: extending on
+  the liberty, and capturing each attacker chain in atari next to the prey (at
+  most ``MAX_OPTIONS - 1`` of them). An option that leaves the prey with 3 or
+  more liberties escapes; one that leaves it 1 is captured next move; with 2
+  the attacker moves;
+* the attacker (prey with two liberties) tries an atari on each of them.
+  A move that leaves the prey more than one liberty fails;
+* the prey is captured when every defender option fails somewhere below.
+
+It is jit- and vmap-able: an explicit stack of boards (``depth`` frames) in a
+``lax.while_loop`` that does one node per iteration, ``steps`` iterations at
+most. A search that runs out of depth or steps counts as an escape, so a
+ladder move is never claimed without a proof. Ko is ignored inside the search
+(a ladder fought through a ko is rare), suicide is not.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from agz_jax.go.board import analyse, chain_liberties, neighbour_table, padded, place
+
+MAX_OPTIONS = 4
+"""Options per node: the attacker's two ataris, or the defender's extension and
+up to three captures."""
+
+
+def default_depth(size: int) -> int:
+    """Stack frames (plies) of one reading: a ladder crossing the whole board
+    takes about ``4 * size`` plies."""
+    return 4 * size + 4
+
+
+def default_steps(size: int) -> int:
+    """Search nodes of one reading: a ladder's wrong turn dies in two plies, so
+    about three nodes per ply of the ladder."""
+    return 12 * size + 16
+
+
+class _Search(NamedTuple):
+    boards: jax.Array  # int8[D, A]
+    chains: jax.Array  # int16[D, A]
+    options: jax.Array  # int32[D, MAX_OPTIONS]
+    count: jax.Array  # int32[D]
+    next: jax.Array  # int32[D]
+    depth: jax.Array  # int32[]: the top frame (even: the attacker to move)
+    pending: jax.Array  # int32[]: -1, or the value (1 captured) of the top's last child
+    result: jax.Array  # int32[]: -1 while searching, else 0 escaped / 1 captured
+    steps: jax.Array  # int32[]
+
+
+def prey_options(size: int, board, chain, libs, prey, attacker_to_move):
+    """(int32[MAX_OPTIONS] options padded with ``A``, int32[] how many): the
+    prey's liberties (the attacker's ataris, or the defender's extension) and,
+    for the defender, the liberty of each attacker chain in atari touching the
+    prey (captures). ``libs`` is ``chain_liberties`` of the board."""
+    a = size * size
+    nbr = jnp.asarray(neighbour_table(size))
+    chain32 = chain.astype(jnp.int32)
+    prey_stones = (chain32 == chain32[prey]) & (board != 0)
+    touches_prey = jnp.any(padded(prey_stones, False)[nbr], axis=1)
+    empty = board == 0
+    liberties = empty & touches_prey
+    enemy = (board == -board[prey]) & (chain32 >= 0)
+    in_atari = enemy & touches_prey & (libs[jnp.where(chain32 >= 0, chain32, a)] == 1)
+    marked = jnp.zeros(a + 1, bool).at[jnp.where(in_atari, chain32, a)].set(True).at[a].set(False)
+    captures = empty & jnp.any(marked[padded(chain32, a)[nbr]], axis=1)
+    wanted = jnp.where(attacker_to_move, liberties, liberties | captures)
+    options = jnp.nonzero(wanted, size=MAX_OPTIONS, fill_value=a)[0].astype(jnp.int32)
+    return options, jnp.minimum(jnp.sum(wanted), MAX_OPTIONS).astype(jnp.int32)
+
+
+def _select(cond, a, b):
+    """``a`` where ``cond`` else ``b``, leaf by leaf."""
+    return jax.tree.map(lambda x, y: jnp.where(cond, x, y), a, b)
+
+
+def read(size: int, board, chain, attacker, move, prey, depth: int | None = None,
+         steps=None) -> jax.Array:
+    """bool[]: ``attacker`` (+1/-1) playing ``move`` captures the chain through
+    ``prey`` (a point of it) in a ladder. False when ``move`` is illegal or does
+    not put the prey in atari, and when the reading is cut off (see module):
+    ``depth`` (static) frames, ``steps`` (an int or int32[]) nodes.
+
+    The search starts from an attacker frame whose only option is ``move``.
+    """
+    a = size * size
+    depth = default_depth(size) if depth is None else depth
+    steps = default_steps(size) if steps is None else steps
+    attacker = jnp.asarray(attacker, jnp.int8)
+    move, prey = jnp.asarray(move, jnp.int32), jnp.asarray(prey, jnp.int32)
+    first = jnp.full(MAX_OPTIONS, a, jnp.int32).at[0].set(move)
+    s = _Search(
+        boards=jnp.zeros((depth, a), jnp.int8).at[0].set(board),
+        chains=jnp.zeros((depth, a), jnp.int16).at[0].set(chain),
+        options=jnp.zeros((depth, MAX_OPTIONS), jnp.int32).at[0].set(first),
+        count=jnp.zeros(depth, jnp.int32).at[0].set(1),
+        next=jnp.zeros(depth, jnp.int32),
+        depth=jnp.int32(0), pending=jnp.int32(-1),
+        result=jnp.where(board[prey] == -attacker, -1, 0).astype(jnp.int32),
+        steps=jnp.int32(0))
+
+    def pop(s: _Search, value) -> _Search:
+        """The top frame has ``value``: hand it to its parent, or finish."""
+        root = s.depth == 0
+        value = jnp.asarray(value, jnp.int32)
+        return s._replace(depth=jnp.maximum(s.depth - 1, 0),
+                          pending=jnp.where(root, -1, value).astype(jnp.int32),
+                          result=jnp.where(root, value, s.result).astype(jnp.int32))
+
+    def body(s: _Search) -> _Search:
+        d = s.depth
+        attacking = d % 2 == 0
+        mover = jnp.where(attacking, attacker, -attacker)
+        # a child's value decides its parent when it is what the mover wanted
+        wanted = attacking.astype(jnp.int32)
+        settled = _select(s.pending == wanted, pop(s, wanted),
+                          s._replace(pending=jnp.int32(-1)))
+        # otherwise, try the top frame's next option
+        i = s.next[d]
+        exhausted = i >= s.count[d]
+        m = s.options[d, jnp.minimum(i, MAX_OPTIONS - 1)]
+        row = jax.tree.map(lambda x: x[0], analyse(
+            size, s.boards[d], s.chains[d], mover, jnp.int32(-1), m[None], hashes=False))
+        board, chain, _, _ = place(size, s.boards[d], s.chains[d], mover, m, row)
+        libs = chain_liberties(size, board, chain)
+        prey_libs = libs[chain[prey].astype(jnp.int32)]
+        # the child's value when it needs no search (-1 when it does)
+        if_attacked = jnp.where(row.legal & (prey_libs == 1), -1, 0)
+        if_defended = jnp.where(~row.legal | (prey_libs == 1), 1,
+                                jnp.where(prey_libs >= 3, 0, -1))
+        static = jnp.where(attacking, if_attacked, if_defended)
+        static = jnp.where((static < 0) & (d + 1 >= depth), 0, static)  # out of depth
+        options, count = prey_options(size, board, chain, libs, prey, ~attacking)
+        up = jnp.minimum(d + 1, depth - 1)
+        pushed = s._replace(
+            boards=s.boards.at[up].set(board), chains=s.chains.at[up].set(chain),
+            options=s.options.at[up].set(options), count=s.count.at[up].set(count),
+            next=s.next.at[up].set(0), depth=up)
+        expanded = _select(static < 0, pushed, s._replace(pending=static.astype(jnp.int32)))
+        expanded = expanded._replace(next=expanded.next.at[d].add(1))
+        tried = _select(exhausted, pop(s, ~attacking), expanded)
+        new = _select(s.pending >= 0, settled, tried)
+        return new._replace(steps=s.steps + 1)
+
+    s = jax.lax.while_loop(lambda s: (s.result < 0) & (s.steps < steps), body, s)
+    return s.result == 1
+
+
+def candidates(size: int, board, chain, attacker, legal, limit: int):
+    """(moves int32[limit], preys int32[limit], valid bool[limit]): the first
+    ``limit`` (legal move, enemy chain with two liberties next to it) pairs, in
+    board order, one per chain and move."""
+    a = size * size
+    nbr = jnp.asarray(neighbour_table(size))
+    ids = padded(chain.astype(jnp.int32), a)[nbr]  # [A, 4]
+    libs = chain_liberties(size, board, chain)[ids]
+    earlier = jnp.tril(jnp.ones((4, 4), bool), k=-1)
+    first = ~jnp.any((ids[:, :, None] == ids[:, None, :]) & earlier, axis=-1)
+    enemy = padded(board, 0)[nbr] == -attacker
+    pairs = (enemy & (libs == 2) & first & legal[:, None]).reshape(-1)
+    flat = jnp.nonzero(pairs, size=limit, fill_value=0)[0]
+    valid = jnp.arange(limit) < jnp.sum(pairs)
+    return (flat // 4).astype(jnp.int32), nbr.reshape(-1)[flat], valid
+
+
+def ladder_moves(size: int, board, chain, attacker, legal, limit: int = 8,
+                 depth: int | None = None, steps: int | None = None) -> jax.Array:
+    """bool[A]: the legal moves of ``attacker`` that capture a chain in a ladder
+    (``read`` of each of the first ``limit`` candidate pairs; later ones are
+    not read and count as no ladder)."""
+    moves, preys, valid = candidates(size, board, chain, attacker, legal, limit)
+    reader = functools.partial(read, size, board, chain, attacker, depth=depth, steps=steps)
+    works = jax.vmap(reader)(moves, preys) & valid
+    return jnp.zeros(size * size, bool).at[moves].max(works)
