@@ -40,9 +40,9 @@ import sys
 import time
 from pathlib import Path
 
+from agz_jax.cli import grid_points, parse_assignment
 from agz_jax.config import Config, ConfigError, GameConfig, NetConfig, TrainConfig, get_preset
 from agz_jax.movepred import MovePredConfig, check
-from agz_jax.sweep import parse_value
 
 _SMOKE = get_preset("smoke").replace(**{"game.size": 9, "train.batch_size": 64,
                                         "train.learning_rate": 2e-2})
@@ -73,18 +73,6 @@ PRESETS: dict[str, tuple[Config, MovePredConfig, list[tuple[str, list]]]] = {
 # The games are shared by every grid point, so these cannot be axes.
 DATA_FIELDS = tuple(f"movepred.{f}" for f in MovePredConfig().data_fields) + (
     "game.size", "game.rule")
-
-
-def parse_assignment(text: str, flag: str, split: bool) -> tuple[str, list]:
-    if "=" not in text:
-        raise ConfigError(f"{flag} must be FIELD={'V1,V2,...' if split else 'VALUE'}, "
-                          f"got {text!r}")
-    key, values = text.split("=", 1)
-    key = key.strip().replace("-", "_")
-    parts = [v.strip() for v in values.split(",")] if split else [values.strip()]
-    if not key or not all(parts):
-        raise ConfigError(f"{flag} {text!r}: empty field or value")
-    return key, [parse_value(v) for v in parts]
 
 
 def apply(config: Config, mp: MovePredConfig, overrides: dict) -> tuple[Config, MovePredConfig]:
@@ -133,11 +121,8 @@ def parse(argv: list[str]):
             raise ConfigError(f"--grid {k}: the games are shared by every grid point, so "
                               f"{k} can only be --set")
     config, mp = apply(config, mp, fixed)
-    settings: list[tuple] = [()]
-    for key, values in axes:
-        settings = [s + ((key, v),) for s in settings for v in values]
     points = []
-    for s in settings:
+    for s in grid_points(axes):
         c, m = apply(config, mp, dict(s))
         check(c, m)
         points.append((s, c, m))

@@ -115,6 +115,25 @@ def test_resume_of_a_damaged_run_says_how_to_resume_from_the_intact_checkpoint(r
     assert checkpoint.all_steps(resumable) == [1]
 
 
+def test_curriculum_says_how_to_get_past_a_damaged_stage_checkpoint(tmp_path, capfd,
+                                                                     monkeypatch):
+    from agz_jax.curriculum import stages
+
+    monkeypatch.setenv("AGZ_JAX_NO_CACHE", "1")
+    stage_run = tmp_path / "selfplay"
+
+    def damaged(*args, **kwargs):
+        raise checkpoint.DamagedCheckpoint(
+            f"checkpoint {stage_run}/checkpoints/3 is damaged (DATA_LOSS: its files cannot be "
+            "read); the previous checkpoint, 2, is intact", stage_run, 3, 2)
+
+    monkeypatch.setattr(stages, "run_curriculum", damaged)
+    assert curriculum_cli.main(["--preset", "smoke", "--out", str(tmp_path)]) == 2
+    err = one_line_error(capfd.readouterr().err)
+    assert err.endswith(f"move {stage_run}/checkpoints/3 out of the way and run --resume again, "
+                        "which continues from there\n")
+
+
 # ------------------------------------------------------------------------ command lines
 
 

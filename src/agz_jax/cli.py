@@ -1,5 +1,7 @@
 """What the training command lines share: config flags made from the config
-dataclasses, and the run directory (``--out``, ``--resume``, ``--resume-from``).
+dataclasses, the run directory (``--out``, ``--resume``, ``--resume-from``), and
+override grids (``FIELD=V1,V2,...``: ``experiments.sweep --set``,
+``experiments.movepred --grid/--set``).
 
 Every field of a ``Config`` section the command uses is a dotted flag
 (``--search.num-simulations 64``; ``--net.double`` / ``--net.no-double`` for a
@@ -17,6 +19,8 @@ import dataclasses
 import difflib
 import functools
 import inspect
+import itertools
+import json
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -280,3 +284,36 @@ def damaged_way_out(error, flag: str = "--resume-from") -> str:
         return f"{error}: start the run again with another --out"
     return (f"{error}: continue from it with --out {error.run_dir} {flag} {error.intact} "
             f"(checkpoint {error.step} then moves to {error.run_dir / 'damaged'})")
+
+
+
+# ------------------------------------------------------------------------ override grids
+
+
+def parse_value(text: str):
+    """A JSON scalar (``32``, ``0.95``, ``true``) or else the string itself."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return text
+    return value if isinstance(value, (int, float, bool, str)) else text
+
+
+def parse_assignment(text: str, flag: str, split: bool = True) -> tuple[str, list]:
+    """``"search.num_simulations=32,64"`` -> (``"search.num_simulations"``, [32, 64]);
+    with ``split`` False the value is taken whole (``movepred.levels=0,2``: one value)."""
+    form = "FIELD=V1[,V2...]" if split else "FIELD=VALUE"
+    key, eq, values = text.partition("=")
+    key = key.strip().replace("-", "_")
+    parts = [v.strip() for v in values.split(",")] if split else [values.strip()]
+    if not eq or not key or not all(parts):
+        raise ConfigError(f"{flag} must be {form}, got {text!r}")
+    return key, [parse_value(v) for v in parts]
+
+
+def grid_points(axes: Sequence[tuple[str, Sequence]]) -> list[tuple[tuple[str, Any], ...]]:
+    """Every combination of the axes' values as ``((field, value), ...)``, the last axis
+    fastest; ``[()]`` without axes."""
+    keys = [k for k, _ in axes]
+    return [tuple(zip(keys, values, strict=True))
+            for values in itertools.product(*(v for _, v in axes))]

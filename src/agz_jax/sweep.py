@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agz_jax.cli import grid_points, parse_assignment
 from agz_jax.config import Config, ConfigError
 
 # Final metrics summarised, when a run logged them.
@@ -73,24 +74,9 @@ def parse_seeds(text: str) -> list[int]:
     return sorted(seeds)
 
 
-def parse_value(text: str):
-    """A JSON scalar (``32``, ``0.95``, ``true``) or else the string itself."""
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return text
-    return value if isinstance(value, (int, float, bool, str)) else text
-
-
 def parse_set(text: str) -> tuple[str, list]:
     """``"search.num_simulations=32,64"`` -> (``"search.num_simulations"``, [32, 64])."""
-    if "=" not in text:
-        raise ConfigError(f"--set must be FIELD=V1[,V2...], got {text!r}")
-    key, values = text.split("=", 1)
-    key = key.strip().replace("-", "_")
-    parsed = [parse_value(v.strip()) for v in values.split(",") if v.strip()]
-    if not key or not parsed:
-        raise ConfigError(f"--set must be FIELD=V1[,V2...], got {text!r}")
+    key, parsed = parse_assignment(text, "--set")
     if key == "seed":
         raise ConfigError("--set seed=... is not a grid axis: use --seeds")
     return key, parsed
@@ -127,10 +113,8 @@ def grid(base: Config, seeds: list[int], sets: list[tuple[str, list]]) -> tuple[
     fixed = {k: v[0] for k, v in sets if len(v) == 1}
     axes = [(k, v) for k, v in sets if len(v) > 1]
     base = base.replace(**fixed) if fixed else base
-    settings: list[tuple[tuple[str, object], ...]] = [()]
-    for key, values in axes:
-        settings = [s + ((key, v),) for s in settings for v in values]
-    runs = [Run(s, seed, base.replace(**dict(s), seed=seed)) for s in settings for seed in seeds]
+    runs = [Run(s, seed, base.replace(**dict(s), seed=seed))
+            for s in grid_points(axes) for seed in seeds]
     return base, runs
 
 
