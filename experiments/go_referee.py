@@ -110,7 +110,8 @@ def main(argv=None) -> int:
               f"{row['legal_checks']:,} legal-move checks, {row['captures']:,} stones captured, "
               f"{row['ko_positions']:,} ko positions, {row['superko_positions']:,} where "
               f"superko forbids a move simple ko allows, {row['scores']} scores compared "
-              f"({row['scores_skipped']} skipped: dead stones), "
+              f"({row['scores_skipped']} skipped: dead stones), {row['forgotten_superko']} "
+              f"superko repetitions GnuGo's 500-move history misses, "
               f"{row['num_disagreements']} disagreements ({row['seconds']} s)", flush=True)
         for d in row["disagreements"][:5]:
             print("   ", " ".join(d))

@@ -7,7 +7,11 @@ referee engine and compares, position by position:
 
 * the legal moves (GTP ``all_legal``, which GnuGo 3.8 decides with its ko and
   suicide rules: ``--positional-superko`` or ``--simple-ko``, ``--forbid-suicide``);
-* the board after each move, captures included (``list_stones``);
+* the board after each move, captures included (``list_stones``). GnuGo's
+  superko check forgets the boards of its oldest moves once a game is past 500
+  plies (``GNUGO_HISTORY``), so there a move it allows and we forbid is played in
+  GnuGo and counted apart (``forgotten_superko``) when the board it makes is one
+  of the game's earlier boards, as positional superko says;
 * the result of every game that ended with two passes (``final_score`` under
   ``--chinese-rules``): GnuGo removes the stones it judges dead, so the games are
   played out (random moves that never fill one's own eye, a pass only when
@@ -114,6 +118,7 @@ class Tally:
     captures: int = 0
     scores: int = 0
     scores_skipped: int = 0
+    forgotten_superko: int = 0
     disagreements: list = dataclasses.field(default_factory=list)
 
     def add(self, other: Tally) -> Tally:
@@ -140,6 +145,24 @@ def board_of(rules: Rules, engine: GtpEngine) -> np.ndarray:
     return board
 
 
+GNUGO_HISTORY = 500
+"""GnuGo 3.8 keeps 500 moves of history (``MAX_MOVE_HISTORY``): past that it folds
+the oldest 51 into its starting position, and its superko check no longer sees
+the boards before them."""
+
+
+def repeats(engine: GtpEngine, rules: Rules, games: Games, g: int, t: int, colour: str,
+            move: str) -> bool:
+    """Does ``move`` (legal for the engine before ply ``t`` of game ``g``) recreate
+    a board of the game's record: a superko repetition the engine has forgotten?
+    Played in the engine, its board read back, and undone."""
+    engine.send(f"play {colour} {move}")
+    board = board_of(rules, engine)
+    engine.send("undo")
+    earlier = games.boards[g, :t]
+    return bool(not board.any() or np.any(np.all(earlier == board, axis=1)))
+
+
 def check_game(rules: Rules, games: Games, g: int, engine: GtpEngine,
                score: bool = True) -> Tally:
     """Replay game ``g`` of ``games`` in ``engine`` (configured for the same
@@ -156,6 +179,10 @@ def check_game(rules: Rules, games: Games, g: int, engine: GtpEngine,
         colour = "black" if t % 2 == 0 else "white"
         theirs = set(engine.send(f"all_legal {colour}").split())
         ours = {names[p] for p in np.flatnonzero(games.legal[g, t, :-1])}
+        if rules.superko and t >= GNUGO_HISTORY:
+            forgotten = {v for v in theirs - ours if repeats(engine, rules, games, g, t, colour, v)}
+            tally.forgotten_superko += len(forgotten)
+            theirs -= forgotten
         if theirs != ours:
             tally.disagreements.append(
                 (g, t, "legal", f"only ours: {sorted(ours - theirs)}, "
