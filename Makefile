@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install selfplay test bench lint clean play browser
+.PHONY: install selfplay test bench lint clean play browser gnugo
 
 install: $(STAMP)
 
@@ -21,7 +21,7 @@ RUN ?= runs/cpu
 selfplay: $(STAMP)
 	$(PY) -m experiments.selfplay --preset cpu --out $(RUN) $(if $(wildcard $(RUN)/config.json),--resume) $(ARGS)
 
-test: $(STAMP) browser
+test: $(STAMP) browser gnugo
 	AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n 2 -q $(ARGS)
 
 # The web board's end-to-end test drives Debian's chromium (tests/test_web.py).
@@ -36,6 +36,21 @@ browser:
 	else \
 	  echo "warning: $(CHROMIUM) is missing and you are not root: the browser test will be"; \
 	  echo "  skipped. Install it with: sudo apt-get install chromium"; \
+	fi
+
+# The Go referee (tests/test_go_referee.py, experiments.go_referee) asks GnuGo 3.8
+# over GTP: Debian's gnugo, in /usr/games. Root installs it with apt-get; anyone
+# else is told how, and those tests skip.
+GNUGO ?= /usr/games/gnugo
+gnugo:
+	@if [ -x $(GNUGO) ] || command -v gnugo >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ]; then \
+	  echo "installing gnugo for the Go referee tests (apt-get)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gnugo >/dev/null \
+	  || { echo "error: apt-get could not install gnugo"; exit 1; }; \
+	else \
+	  echo "warning: gnugo is missing and you are not root: the Go referee tests will be"; \
+	  echo "  skipped. Install it with: sudo apt-get install gnugo"; \
 	fi
 
 # Play the model in a browser: http://127.0.0.1:8000/ (MODEL: a name in models/,

@@ -1,0 +1,158 @@
+"""Speed of the Go rules under ``vmap``, ours against pgx's, and their agreement.
+
+    python -m experiments.go_bench                       # ours only (pgx is no dependency)
+    PYTHONPATH=src /path/to/venv-with-pgx/bin/python -m experiments.go_bench --pgx
+
+A batch of ``--games`` games is stepped ``--plies`` times from the empty board in
+one jitted ``lax.scan`` (per ply: the legal mask, a uniform random legal point, or
+the pass when there is none, and the step), for ``agz_jax.go.rules`` with
+positional superko, with simple ko, and with ``--pgx`` pgx's ``go_NxN`` (simple ko
+in its legal mask; a superko repetition ends its game instead). Positions/s =
+games x plies / seconds, the best of ``--repeats`` runs after a compile run.
+
+With ``--pgx`` the same random actions are replayed in both (ours with simple
+ko) and their boards and legal masks compared at every position, as long as
+pgx's game is running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import jax
+import jax.numpy as jnp
+
+from agz_jax.go.rules import Rules
+
+
+def uniform_point(key, mask):
+    """int32[]: a uniform legal point of ``mask`` bool[A + 1], else the pass."""
+    points = mask[:-1]
+    choice = jax.random.categorical(key, jnp.where(points, 0.0, -jnp.inf))
+    return jnp.where(points.any(), choice, points.shape[0]).astype(jnp.int32)
+
+
+def ours(size: int, superko: bool):
+    rules = Rules(size=size, superko=superko)
+
+    def init(key):
+        return rules.init()
+
+    def ply(state, key):
+        action = uniform_point(key, rules.legal_mask(state))
+        return rules.step(state, action), action
+
+    return init, ply, lambda s: (s.board.astype(jnp.int32), rules.legal_mask(s), s.done)
+
+
+def pgx_go(size: int):
+    import pgx  # noqa: PLC0415  (optional: only with --pgx)
+
+    env = pgx.make(f"go_{size}x{size}")
+
+    def ply(state, key):
+        action = uniform_point(key, state.legal_action_mask)
+        return env.step(state, action), action
+
+    def look(s):
+        return jnp.sign(s._x.board), s.legal_action_mask, s.terminated
+
+    return env.init, ply, look
+
+
+def runner(impl, games: int, plies: int):
+    init, ply, _ = impl
+
+    @jax.jit
+    def run(key):
+        k0, k1 = jax.random.split(key)
+        states = jax.vmap(init)(jax.random.split(k0, games))
+        states, actions = jax.lax.scan(lambda s, k: jax.vmap(ply)(s, jax.random.split(k, games)),
+                                       states, jax.random.split(k1, plies))
+        return states, actions
+
+    return run
+
+
+def time_it(run, repeats: int) -> tuple[float, float]:
+    """(compile + first run seconds, best run seconds)."""
+    t = time.perf_counter()
+    jax.block_until_ready(run(jax.random.PRNGKey(0)))
+    first = time.perf_counter() - t
+    best = float("inf")
+    for r in range(repeats):
+        t = time.perf_counter()
+        jax.block_until_ready(run(jax.random.PRNGKey(r + 1)))
+        best = min(best, time.perf_counter() - t)
+    return first, best
+
+
+def agreement(size: int, games: int, plies: int) -> dict:
+    """Replay pgx's random games in ours (simple ko): positions where the boards
+    or the legal masks differ, while pgx's game runs."""
+    theirs, mine = pgx_go(size), ours(size, superko=False)
+
+    @jax.jit
+    def compare(key):
+        k0, k1 = jax.random.split(key)
+        a = jax.vmap(theirs[0])(jax.random.split(k0, games))
+        b = jax.vmap(mine[0])(jax.random.split(k0, games))
+
+        def step(carry, k):
+            a, b = carry
+            board_a, mask_a, over = jax.vmap(theirs[2])(a)
+            board_b, mask_b, _ = jax.vmap(mine[2])(b)
+            a2, action = jax.vmap(theirs[1])(a, jax.random.split(k, games))
+            b2 = jax.vmap(lambda s, x: Rules(size=size, superko=False).step(s, x))(b, action)
+            live = ~over
+            row = (jnp.sum(live), jnp.sum(live & jnp.any(board_a != board_b, -1)),
+                   jnp.sum(live & jnp.any(mask_a != mask_b, -1)))
+            return (a2, b2), row
+
+        _, rows = jax.lax.scan(step, (a, b), jax.random.split(k1, plies))
+        return [jnp.sum(r) for r in rows]
+
+    positions, boards, masks = (int(x) for x in compare(jax.random.PRNGKey(7)))
+    return dict(positions=positions, board_disagreements=boards, mask_disagreements=masks)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--sizes", default="9,19")
+    p.add_argument("--games", default="1024,256", help="one number, or one per size")
+    p.add_argument("--plies", type=int, default=64)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--pgx", action="store_true", help="also pgx (must be importable)")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    games = [int(g) for g in args.games.split(",")]
+    games = games * len(sizes) if len(games) == 1 else games
+    rows = []
+    for size, n in zip(sizes, games, strict=True):
+        impls = [("ours (positional superko)", ours(size, True)),
+                 ("ours (simple ko)", ours(size, False))]
+        if args.pgx:
+            impls.append((f"pgx 2.6.0 (go_{size}x{size})", pgx_go(size)))
+        for name, impl in impls:
+            first, best = time_it(runner(impl, n, args.plies), args.repeats)
+            rows.append(dict(size=size, impl=name, games=n, plies=args.plies,
+                             compile_s=round(first - best, 1), run_s=round(best, 3),
+                             positions_per_s=round(n * args.plies / best)))
+            r = rows[-1]
+            print(f"{size}x{size} {name:28s} {n} games x {args.plies} plies: "
+                  f"{r['positions_per_s']:>9,} positions/s (compile {r['compile_s']} s)",
+                  flush=True)
+        if args.pgx:
+            agree = agreement(size, n, args.plies)
+            rows.append(dict(size=size, impl="agreement", **agree))
+            print(f"{size}x{size} pgx vs ours (simple ko): {agree}", flush=True)
+    if args.json:
+        print(json.dumps(dict(backend=jax.default_backend(), device=str(jax.devices()[0]),
+                              rows=rows)))
+
+
+if __name__ == "__main__":
+    main()
