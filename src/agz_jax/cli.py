@@ -21,6 +21,7 @@ import functools
 import inspect
 import itertools
 import json
+import re
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -154,7 +155,7 @@ def parse_known(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argpars
         bad = rest[0]
         if bad.startswith("-"):
             flag = bad.split("=", 1)[0]
-            known = [o for a in parser._actions for o in a.option_strings]
+            known = sorted(set(re.findall(r"--[\w.-]+", parser.format_help())))
             near = difflib.get_close_matches(flag, known, n=1)
             hint = f" (did you mean {near[0]}?)" if near else ""
             raise ConfigError(f"unknown flag {flag}{hint}; --help lists the flags of this "
