@@ -1,6 +1,7 @@
 """Speed of the Go rules under ``vmap``, ours against pgx's, and their agreement.
 
     python -m experiments.go_bench                       # ours only (pgx is no dependency)
+    python -m experiments.go_bench --features --games 256,64   # and the feature planes
     PYTHONPATH=src /path/to/venv-with-pgx/bin/python -m experiments.go_bench --pgx
 
 A batch of ``--games`` games is stepped ``--plies`` times from the empty board in
@@ -89,6 +90,20 @@ def time_it(run, repeats: int) -> tuple[float, float]:
     return first, best
 
 
+def feature_speed(size: int, games: int, plies: int, repeats: int) -> dict:
+    """Positions/s of ``go.features`` (all 36 planes, ladders included), vmapped over
+    ``games`` positions after ``plies`` random plies."""
+    from agz_jax.go.features import features  # noqa: PLC0415
+
+    rules = Rules(size=size)
+    states, _ = runner(ours(size, True), games, plies)(jax.random.PRNGKey(3))
+    run = jax.jit(jax.vmap(lambda s: features(rules, s)))
+    first, best = time_it(lambda key: run(states), repeats)
+    return dict(size=size, impl=f"go.features after {plies} plies", games=games,
+                compile_s=round(first - best, 1), run_s=round(best, 3),
+                positions_per_s=round(games / best))
+
+
 def agreement(size: int, games: int, plies: int) -> dict:
     """Replay pgx's random games in ours (simple ko): positions where the boards
     or the legal masks differ, while pgx's game runs."""
@@ -125,6 +140,8 @@ def main(argv=None):
     p.add_argument("--plies", type=int, default=64)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--pgx", action="store_true", help="also pgx (must be importable)")
+    p.add_argument("--features", action="store_true",
+                   help="also the feature planes' speed (go.features)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -143,6 +160,12 @@ def main(argv=None):
                              positions_per_s=round(n * args.plies / best)))
             r = rows[-1]
             print(f"{size}x{size} {name:28s} {n} games x {args.plies} plies: "
+                  f"{r['positions_per_s']:>9,} positions/s (compile {r['compile_s']} s)",
+                  flush=True)
+        if args.features:
+            r = feature_speed(size, n, args.plies, args.repeats)
+            rows.append(r)
+            print(f"{size}x{size} {r['impl']:28s} {n} positions: "
                   f"{r['positions_per_s']:>9,} positions/s (compile {r['compile_s']} s)",
                   flush=True)
         if args.pgx:

@@ -84,17 +84,13 @@ def prey_options(size: int, board, chain, libs, prey, attacker_to_move):
     return options, jnp.minimum(jnp.sum(wanted), MAX_OPTIONS).astype(jnp.int32)
 
 
-def _select(cond, a, b):
-    """``a`` where ``cond`` else ``b``, leaf by leaf."""
-    return jax.tree.map(lambda x, y: jnp.where(cond, x, y), a, b)
-
-
 def read(size: int, board, chain, attacker, move, prey, depth: int | None = None,
-         steps=None) -> jax.Array:
+         steps=None, active=True) -> jax.Array:
     """bool[]: ``attacker`` (+1/-1) playing ``move`` captures the chain through
     ``prey`` (a point of it) in a ladder. False when ``move`` is illegal or does
     not put the prey in atari, and when the reading is cut off (see module):
-    ``depth`` (static) frames, ``steps`` (an int or int32[]) nodes.
+    ``depth`` (static) frames, ``steps`` (an int or int32[]) nodes. An inactive
+    reading (``active`` False) does nothing and says no.
 
     The search starts from an attacker frame whose only option is ``move``.
     """
@@ -111,28 +107,21 @@ def read(size: int, board, chain, attacker, move, prey, depth: int | None = None
         count=jnp.zeros(depth, jnp.int32).at[0].set(1),
         next=jnp.zeros(depth, jnp.int32),
         depth=jnp.int32(0), pending=jnp.int32(-1),
-        result=jnp.where(board[prey] == -attacker, -1, 0).astype(jnp.int32),
+        result=jnp.where(active & (board[prey] == -attacker), -1, 0).astype(jnp.int32),
         steps=jnp.int32(0))
-
-    def pop(s: _Search, value) -> _Search:
-        """The top frame has ``value``: hand it to its parent, or finish."""
-        root = s.depth == 0
-        value = jnp.asarray(value, jnp.int32)
-        return s._replace(depth=jnp.maximum(s.depth - 1, 0),
-                          pending=jnp.where(root, -1, value).astype(jnp.int32),
-                          result=jnp.where(root, value, s.result).astype(jnp.int32))
 
     def body(s: _Search) -> _Search:
         d = s.depth
         attacking = d % 2 == 0
         mover = jnp.where(attacking, attacker, -attacker)
-        # a child's value decides its parent when it is what the mover wanted
+        # a pending child value decides the top frame when it is what its mover
+        # wanted (a capture for the attacker, an escape for the defender) ...
         wanted = attacking.astype(jnp.int32)
-        settled = _select(s.pending == wanted, pop(s, wanted),
-                          s._replace(pending=jnp.int32(-1)))
-        # otherwise, try the top frame's next option
+        settle = s.pending == wanted
+        # ... else the top frame tries its next option, or is exhausted
         i = s.next[d]
-        exhausted = i >= s.count[d]
+        exhaust = ~settle & (i >= s.count[d])
+        trying = ~settle & ~exhaust
         m = s.options[d, jnp.minimum(i, MAX_OPTIONS - 1)]
         row = jax.tree.map(lambda x: x[0], analyse(
             size, s.boards[d], s.chains[d], mover, jnp.int32(-1), m[None], hashes=False))
@@ -145,17 +134,27 @@ def read(size: int, board, chain, attacker, move, prey, depth: int | None = None
                                 jnp.where(prey_libs >= 3, 0, -1))
         static = jnp.where(attacking, if_attacked, if_defended)
         static = jnp.where((static < 0) & (d + 1 >= depth), 0, static)  # out of depth
+        push = trying & (static < 0)
         options, count = prey_options(size, board, chain, libs, prey, ~attacking)
+        # pop (settled or exhausted: an exhausted attacker frame failed, an
+        # exhausted defender frame was captured), push, or record a leaf value
+        pop = settle | exhaust
+        value = jnp.where(settle, wanted, (~attacking).astype(jnp.int32))
+        root = d == 0
         up = jnp.minimum(d + 1, depth - 1)
-        pushed = s._replace(
-            boards=s.boards.at[up].set(board), chains=s.chains.at[up].set(chain),
-            options=s.options.at[up].set(options), count=s.count.at[up].set(count),
-            next=s.next.at[up].set(0), depth=up)
-        expanded = _select(static < 0, pushed, s._replace(pending=static.astype(jnp.int32)))
-        expanded = expanded._replace(next=expanded.next.at[d].add(1))
-        tried = _select(exhausted, pop(s, ~attacking), expanded)
-        new = _select(s.pending >= 0, settled, tried)
-        return new._replace(steps=s.steps + 1)
+
+        def write(stack, item):
+            return stack.at[up].set(jnp.where(push, item, stack[up]))
+
+        nxt = write(s.next, 0).at[d].add(trying.astype(jnp.int32))
+        return _Search(
+            boards=write(s.boards, board), chains=write(s.chains, chain),
+            options=write(s.options, options), count=write(s.count, count), next=nxt,
+            depth=jnp.where(pop, jnp.maximum(d - 1, 0), jnp.where(push, up, d)),
+            pending=jnp.where(pop, jnp.where(root, -1, value),
+                              jnp.where(trying & ~push, static, -1)).astype(jnp.int32),
+            result=jnp.where(pop & root, value, s.result).astype(jnp.int32),
+            steps=s.steps + 1)
 
     s = jax.lax.while_loop(lambda s: (s.result < 0) & (s.steps < steps), body, s)
     return s.result == 1
@@ -185,5 +184,5 @@ def ladder_moves(size: int, board, chain, attacker, legal, limit: int = 8,
     not read and count as no ladder)."""
     moves, preys, valid = candidates(size, board, chain, attacker, legal, limit)
     reader = functools.partial(read, size, board, chain, attacker, depth=depth, steps=steps)
-    works = jax.vmap(reader)(moves, preys) & valid
+    works = jax.vmap(reader)(moves, preys, active=valid) & valid
     return jnp.zeros(size * size, bool).at[moves].max(works)
