@@ -114,3 +114,28 @@ def test_ladders_agree_with_gnugo(engine, extra):
     if theirs[0] != "0":
         assert theirs[1] in ours
     assert point(9, "E5") not in ours
+
+
+def test_a_forgotten_superko_repetition_is_recognised():
+    """``referee.repeats`` (used past GnuGo's 500-move history): in the double ko
+    of test_go_rules, black retaking C2 recreates the starting board (a record
+    board), E1 does not; GnuGo's board and history are left as they were."""
+    from test_go_rules import DOUBLE_KO, FIVE_SIMPLE
+
+    start = from_text(FIVE_SIMPLE, DOUBLE_KO, BLACK)
+    board = np.asarray(start.board)
+    with gtp.gnugo(superko=False, komi=0) as e:
+        e.send("boardsize 5")
+        e.send("clear_board")
+        for p in np.flatnonzero(board):
+            e.send(f"play {'black' if board[p] > 0 else 'white'} {vertex(5, int(p))}")
+        for colour, move in (("black", "C4"), ("white", "B2"), ("black", "pass"),
+                             ("white", "B4")):
+            e.send(f"play {colour} {move}")
+        before, history = referee.board_of(FIVE_SIMPLE, e), e.send("move_history")
+        games = referee.Games(*[None] * 2, boards=board[None, None], ko=None, superko=None,
+                              captured=None, done=None, passes=None, score=None)
+        assert referee.repeats(e, FIVE_SIMPLE, games, 0, 1, "black", "C2")
+        assert not referee.repeats(e, FIVE_SIMPLE, games, 0, 1, "black", "E1")
+        assert np.array_equal(referee.board_of(FIVE_SIMPLE, e), before)
+        assert e.send("move_history") == history

@@ -9,7 +9,7 @@ referee engine and compares, position by position:
   suicide rules: ``--positional-superko`` or ``--simple-ko``, ``--forbid-suicide``);
 * the board after each move, captures included (``list_stones``). GnuGo's
   superko check forgets the boards of its oldest moves once a game is past 500
-  plies (``GNUGO_HISTORY``), so there a move it allows and we forbid is played in
+  plies (``GNUGO_HISTORY``), so there a move it allows and we forbid is tried in
   GnuGo and counted apart (``forgotten_superko``) when the board it makes is one
   of the game's earlier boards, as positional superko says;
 * the result of every game that ended with two passes (``final_score`` under
@@ -155,10 +155,11 @@ def repeats(engine: GtpEngine, rules: Rules, games: Games, g: int, t: int, colou
             move: str) -> bool:
     """Does ``move`` (legal for the engine before ply ``t`` of game ``g``) recreate
     a board of the game's record: a superko repetition the engine has forgotten?
-    Played in the engine, its board read back, and undone."""
-    engine.send(f"play {colour} {move}")
+    Tried in the engine (GnuGo's ``trymove``, which leaves its move history alone),
+    its board read back, and taken back (``popgo``)."""
+    engine.send(f"trymove {colour} {move}")
     board = board_of(rules, engine)
-    engine.send("undo")
+    engine.send("popgo")
     earlier = games.boards[g, :t]
     return bool(not board.any() or np.any(np.all(earlier == board, axis=1)))
 
