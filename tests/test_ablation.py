@@ -1,0 +1,340 @@
+"""The ablation sweep (issue 26): the committed sweep file, the validation of a
+sweep file, the statistics and plan of matches by hand, and the whole
+pipeline end to end on a tiny sweep (2 arms x 2 seeds, 7x7): train, snapshot,
+rate, report, resume without redoing anything, report from the copied data."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agz_jax import ablation, rating, sweep
+from agz_jax.config import ConfigError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TINY = """
+name = "tiny"
+preset = "smoke"
+seeds = "0-1"
+games_per_arm = 8
+snapshot_every = 2
+
+[common]
+"game.size" = 7
+"net.filters" = 4
+"net.value_hidden" = 4
+"search.num_simulations" = 2
+"selfplay.num_games" = 4
+"train.batch_size" = 8
+"train.min_replay" = 1
+"train.steps_per_iteration" = 1
+"gating.enabled" = false
+"eval.every" = 0
+
+[[arms]]
+name = "scratch"
+set = { "decay.gamma" = 0.95 }
+
+[[arms]]
+name = "curriculum"
+set = { "decay.gamma" = 0.95 }
+curriculum_games = 4
+curriculum_reference = "scratch"
+
+[arms.curriculum]
+"curriculum.stages" = "basic"
+"basic.num_positions" = 64
+"basic.held_out" = 16
+"basic.steps" = 2
+
+[[claims]]
+name = "the curriculum helps"
+better = "curriculum"
+worse = "scratch"
+
+[evaluation]
+sims = 2
+target = "mentor:0"
+target_games = 2
+target_score = 0.5
+anchors = []
+pool = ["random", "mentor:0"]
+pool_games = 2
+finals_games = 2
+chunk = 0
+"""
+
+
+def source(text: str = TINY) -> dict:
+    import tomllib
+
+    return tomllib.loads(text)
+
+
+# ------------------------------------------------------------------ the sweep file
+
+
+def test_committed_sweep_is_the_issue_s_design():
+    """Five arms, >= 4 seeds, one budget of self-play games for all (the
+    curriculum's pre-registered equivalents included, less than an iteration
+    left over), and the three claims compared at the pre-registered gamma 0.95."""
+    plan = ablation.load(ROOT / "experiments" / "ablation.toml")
+    assert len(plan.arms) == 5 and len(plan.seeds) >= 4
+    for arm in plan.arms:
+        config = plan.config(arm, plan.seeds[0])
+        assert not config.selfplay.continuous and config.game.size in (9, 11)
+        spent = plan.iterations(arm) * plan.games_per_iteration(arm) + arm.curriculum_games
+        assert plan.games_per_arm - plan.games_per_iteration(arm) < spent <= plan.games_per_arm
+        assert plan.snapshots(arm)[0] == 0 and plan.snapshots(arm)[-1] == plan.iterations(arm)
+    gammas = {a.name: plan.config(a, 0).decay.gamma for a in plan.arms}
+    double = {a.name: plan.config(a, 0).net.double for a in plan.arms}
+    assert {gammas[a.name] for a in plan.arms if not a.curriculum and double[a.name]} == {
+        1.0, 0.95, 0.9}
+    claims = {(c.better, c.worse) for c in plan.claims}
+    single = next(a.name for a in plan.arms if not double[a.name])
+    curriculum = next(a for a in plan.arms if a.curriculum)
+    best = next(n for n, g in gammas.items() if g == 0.95 and double[n] and n != curriculum.name)
+    assert (best, single) in claims and (curriculum.name, best) in claims
+    assert gammas[single] == gammas[curriculum.name] == 0.95
+    assert curriculum.curriculum_reference == best
+    assert "selfplay" not in plan.curriculum_config(curriculum, 0).curriculum.stages
+    assert plan.evaluation.target == "mentor:3" and plan.evaluation.target_games == 100
+    assert plan.evaluation.target_score == 0.8
+
+
+@pytest.mark.parametrize("edit, field", [
+    (lambda s: s.update(colour="x"), "unknown key 'colour'"),
+    (lambda s: s.update(games_per_arm=10), "games_per_arm (10) must be a multiple"),
+    (lambda s: s["common"].update({"selfplay.continuous": True}), "selfplay.continuous"),
+    (lambda s: s["common"].update({"decay.gamma": 2.0}), "decay.gamma"),
+    (lambda s: s["arms"][0].update(name="a b"), "arms[0].name"),
+    (lambda s: s["arms"][1].update(name="scratch"), "'scratch' is given twice"),
+    (lambda s: s["arms"][1]["curriculum"].update({"curriculum.stages": "basic,selfplay"}),
+     "must not include selfplay"),
+    (lambda s: s["arms"][1]["curriculum"].update({"train.batch_size": 4}),
+     "it may set only"),
+    (lambda s: s["arms"][1].update(curriculum_games=8), "curriculum_games"),
+    (lambda s: s["arms"][0].update(curriculum_games=4), "needs a curriculum table"),
+    (lambda s: s["arms"][1].update(curriculum_reference="curriculum"), "curriculum_reference"),
+    (lambda s: s["claims"][0].update(worse="nobody"), "claims[0].worse"),
+    (lambda s: s["evaluation"].update(target_games=3), "evaluation.target_games"),
+    (lambda s: s["evaluation"].update(target="mcts:x:2"), "names player 'mcts:x:2'"),
+    (lambda s: s["evaluation"].update(target="mentor:1"), "must be in the pool"),
+    (lambda s: s.update(seeds="3-1"), "--seeds"),
+])
+def test_bad_sweep_files_fail_naming_the_field(edit, field):
+    s = source()
+    edit(s)
+    with pytest.raises(ConfigError) as e:
+        ablation.parse(s, "tiny.toml")
+    assert field in str(e.value) and "\n" not in str(e.value)
+
+
+def test_budget_and_snapshots_of_the_tiny_sweep():
+    plan = ablation.parse(source())
+    scratch, cur = plan.arms
+    assert (plan.iterations(scratch), plan.snapshots(scratch)) == (2, [0, 2])
+    assert (plan.iterations(cur), plan.snapshots(cur)) == (1, [0, 1])  # 8 - 4 games left
+    assert plan.curriculum_config(cur, 1).curriculum.stages == ("basic",)
+    assert plan.config(cur, 1).seed == 1 and plan.config(cur, 1).basic.steps != 2
+
+
+# ------------------------------------------------------------------ statistics by hand
+
+
+def test_welch_interval_by_hand():
+    a, b = [10.0, 20.0, 30.0, 40.0], [0.0, 5.0, 10.0]
+    va, vb = np.var(a, ddof=1) / 4, np.var(b, ddof=1) / 3  # 41.667, 8.333
+    df = (va + vb) ** 2 / (va ** 2 / 3 + vb ** 2 / 2)  # 4.04 -> t(4) = 2.776
+    w = ablation.welch(a, b)
+    assert w["diff"] == pytest.approx(20.0) and w["df"] == pytest.approx(df)
+    assert w["high"] - w["diff"] == pytest.approx(2.776 * math.sqrt(va + vb))
+    assert ablation.verdict(w) == "held"
+    assert ablation.verdict(ablation.welch(b, a)) == "reversed"
+    assert ablation.verdict(ablation.welch([0.0, 10.0], [1.0, 9.0])) == "not resolved"
+    assert ablation.welch([1.0], [1.0, 2.0]) is None
+    assert ablation.verdict(None) == "too few seeds"
+
+
+def snapshot(arm, seed, it, games, cpu, final):
+    return {"iteration": it, "selfplay_games": games, "games": games, "cpu_s": cpu,
+            "wall_s": cpu, "final": final, "model": f"m/{arm}/{seed}/{it}",
+            "player": ablation.player_name(arm, seed, games)}
+
+
+def hand_index(final_curriculum: bool) -> dict:
+    runs = []
+    for arm in ("scratch", "curriculum"):
+        for seed in (0, 1):
+            last = arm == "scratch" or final_curriculum
+            runs.append({"arm": arm, "seed": seed, "done": last, "curriculum": None,
+                         "snapshots": [snapshot(arm, seed, 0, 0, 0.0, False),
+                                       snapshot(arm, seed, 2, 8, 3600.0 * (1 + seed), last)]})
+    return {"runs": runs}
+
+
+def test_pairings_each_pair_once_and_finals_only_when_a_seed_is_complete():
+    plan = ablation.parse(source())
+    partial = ablation.pairings(plan, hand_index(final_curriculum=False))
+    full = ablation.pairings(plan, hand_index(final_curriculum=True))
+    assert len({frozenset(p[:2]) for p in full}) == len(full)
+    assert full[0] == ("random", "mentor:0", 2)  # the pool first
+    # 1 pool pair; 8 snapshots x target; 4 final nets x random (mentor:0 is the target);
+    # per seed the two arms' final nets
+    assert len(full) == 1 + 8 + 4 + 2
+    assert len(partial) == 1 + 8 + 2  # no final curriculum net, so no pairs across arms
+    assert ("scratch/s0@g8", "curriculum/s0@g8", 2) in full
+
+
+def test_analyse_elo_claims_and_time_to_strength():
+    """Per-arm Elo is the one fit's rating of each final net; time to strength is
+    the CPU time of the first snapshot scoring the target over enough games."""
+    plan = ablation.parse(source())
+    index = hand_index(final_curriculum=True)
+    ratio = {"scratch/s0@g8": (2, 0), "scratch/s1@g8": (1, 1), "curriculum/s0@g8": (0, 2),
+             "curriculum/s1@g8": (1, 1)}
+    lines = [{"a": "random", "b": "mentor:0", "wins": 0, "draws": 1, "losses": 1, "games": 2}]
+    for r in index["runs"]:
+        first, last = (s["player"] for s in r["snapshots"])
+        lines.append({"a": first, "b": "mentor:0", "wins": 0, "draws": 0, "losses": 2, "games": 2})
+        w, lo = ratio[last]
+        lines.append({"a": "mentor:0", "b": last, "wins": lo, "draws": 0, "losses": w,
+                      "games": 2})
+        lines.append({"a": last, "b": "random", "wins": 1, "draws": 1, "losses": 0, "games": 2})
+    lines.append({"a": "scratch/s0@g8", "b": "curriculum/s0@g8", "wins": 2, "draws": 0,
+                  "losses": 0, "games": 2})
+    result = ablation.analyse(plan, index, lines)
+    fit = {r.player: r for r in rating.fit(
+        rating.Match(x["a"], x["b"], x["wins"], x["draws"], x["losses"]) for x in lines).ratings}
+    arms = {a["arm"]: a for a in result["arms"]}
+    assert arms["scratch"]["elo"] == [fit["scratch/s0@g8"].elo, fit["scratch/s1@g8"].elo]
+    assert arms["scratch"]["vs_target"] == [1.0, 0.5]
+    # both scratch seeds reach 0.5 at their final snapshot; curriculum s0 scores 0
+    assert arms["scratch"]["hours_to_target"] == [1.0, 2.0]
+    assert arms["curriculum"]["hours_to_target"] == [2.0] and arms["curriculum"]["reached"] == 1
+    claim = result["claims"][0]
+    w = ablation.welch(arms["curriculum"]["elo"], arms["scratch"]["elo"])
+    assert claim["welch"] == w and claim["verdict"] == ablation.verdict(w)
+    assert not result["partial"] and result["games"] == 2 * len(lines)
+    rows = {(r["arm"], r["metric"]): r for r in ablation.summary_rows(result)}
+    assert rows[("scratch", "elo_final")]["mean"] == pytest.approx(
+        np.mean(arms["scratch"]["elo"]))
+    # a seed without its final snapshot makes the report partial
+    index["runs"][3]["snapshots"][-1]["final"] = False
+    assert ablation.analyse(plan, index, lines)["partial"]
+
+
+# ------------------------------------------------------------------ end to end
+
+
+@pytest.fixture
+def cache_env(monkeypatch):
+    """The runner's compilation cache is the test session's (conftest)."""
+    import jax
+
+    where = jax.config.jax_compilation_cache_dir
+    if where:
+        monkeypatch.setenv("AGZ_JAX_CACHE_DIR", where)
+    else:
+        monkeypatch.setenv("AGZ_JAX_NO_CACHE", "1")
+
+
+def test_pipeline_end_to_end(tmp_path, cache_env, capsys):
+    from agz_jax import models
+    from experiments import ablation as cli
+    from experiments import ladder
+
+    config, out, docs = tmp_path / "tiny.toml", tmp_path / "sweep", tmp_path / "docs"
+    config.write_text(TINY)
+    assert cli.main(["run", "--config", str(config), "--out", str(out)]) == 0
+    plan = ablation.load(config)
+    index = json.loads((out / "index.json").read_text())
+    assert len(index["runs"]) == 4 and all(r["done"] for r in index["runs"])
+    for r in index["runs"]:
+        arm = plan.arm(r["arm"])
+        snaps = r["snapshots"]
+        assert [s["iteration"] for s in snaps] == plan.snapshots(arm)
+        assert [s["selfplay_games"] for s in snaps] == [4 * s["iteration"] for s in snaps]
+        assert [s["games"] for s in snaps] == [arm.curriculum_games + s["selfplay_games"]
+                                                for s in snaps]
+        assert snaps[-1]["games"] == plan.games_per_arm and snaps[-1]["final"]
+        cpu = [s["cpu_s"] for s in snaps]
+        assert cpu == sorted(cpu) and cpu[-1] > cpu[0] >= 0
+        rdir = out / "runs" / r["arm"] / f"seed_{r['seed']}"
+        rows = sweep.read_history(rdir / "selfplay")
+        assert [h["iteration"] for h in rows] == list(range(1, plan.iterations(arm) + 1))
+        assert all(h["time/cpu_seconds"] > 0 for h in rows)
+        # the final snapshot is the run's best net; a curriculum run starts from its nets
+        final = models.load(out / snaps[-1]["model"]).variables
+        best = models.load(rdir / "selfplay").variables
+        assert all(np.array_equal(x, y) for x, y in zip(
+            *(jax_leaves(v) for v in (final, best)), strict=True))
+        if arm.curriculum:
+            assert r["curriculum"]["cpu_s"] > 0 and cpu[0] == r["curriculum"]["cpu_s"]
+            start = models.load(rdir / "curriculum").variables
+            first = models.load(out / snaps[0]["model"]).variables
+            assert all(np.array_equal(x, y) for x, y in zip(
+                *(jax_leaves(v) for v in (start, first)), strict=True))
+        assert json.loads((rdir / "selfplay" / "record.json").read_text())["seed"] == r["seed"]
+
+    lines = ladder.read_ledger(out / "games.jsonl")
+    wanted = ablation.pairings(plan, index)
+    assert sorted((x["a"], x["b"], x["games"]) for x in lines) == sorted(wanted)
+    assert all(x["seed"] == ladder.pairing_seed(0, x["a"], x["b"]) for x in lines)
+    assert len(wanted) == 1 + 8 + 4 + 2
+
+    # the report: every seed's final Elo is the fit's, the arm's mean is theirs
+    fit = {r.player: r for r in rating.fit(
+        rating.Match(x["a"], x["b"], x["wins"], x["draws"], x["losses"]) for x in lines).ratings}
+    seeds = (out / "report" / "seeds.csv").read_text().splitlines()
+    assert len(seeds) == 1 + 4
+    summary = {(r["arm"], r["metric"]): r for r in csv_rows(out / "report" / "summary.csv")}
+    for arm in ("scratch", "curriculum"):
+        finals = [fit[ablation.player_name(arm, s, 8)].elo for s in (0, 1)]
+        row = summary[(arm, "elo_final")]
+        assert int(row["n"]) == 2 and float(row["mean"]) == pytest.approx(np.mean(finals))
+    md = (out / "report" / "summary.md").read_text()
+    assert "PARTIAL" not in md and "the curriculum helps" in md
+    assert (out / "report" / "curves.png").stat().st_size > 10_000
+
+    # again: nothing is trained or played twice
+    ledger_before = (out / "games.jsonl").read_bytes()
+    capsys.readouterr()
+    assert cli.main(["run", "--config", str(config), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "snapshot" not in said and "match" not in said and "curriculum (" not in said
+    assert (out / "games.jsonl").read_bytes() == ledger_before
+
+    # the docs: copied data, then redrawn from the copy alone, to the same table
+    assert cli.main(["report", "--out", str(out), "--docs", str(docs)]) == 0
+    first = (docs / "summary.md").read_text()
+    assert cli.main(["report", "--docs", str(docs)]) == 0
+    assert (docs / "summary.md").read_text() == first
+    for name in ("summary.csv", "seeds.csv", "claims.csv", "curves.png", "final.png", "pool.md",
+                 "games.jsonl", "index.json", "ablation.json"):
+        assert (docs / name).exists(), name
+
+    # another sweep file on the same directory: refused, one line, nothing run
+    config.write_text(TINY.replace("games_per_arm = 8", "games_per_arm = 12"))
+    capsys.readouterr()
+    assert cli.main(["run", "--config", str(config), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "games_per_arm" in err and err.count("\n") == 1
+
+
+def jax_leaves(tree):
+    import jax
+
+    return [np.asarray(x) for x in jax.tree.leaves(tree)]
+
+
+def csv_rows(path: Path) -> list[dict]:
+    import csv
+
+    with path.open() as f:
+        return list(csv.DictReader(f))
