@@ -586,7 +586,7 @@ def cmd_run(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from agz_jax import ablation, checkpoint
+    from agz_jax import ablation, sweep
     from experiments import ladder
 
     if not (args.out / "ablation.json").exists():
@@ -600,12 +600,12 @@ def cmd_status(args) -> int:
     for seed in plan.seeds:
         for arm in plan.arms:
             r = runs.get((arm.name, seed))
-            step = checkpoint.latest_step(run_dir(args.out, arm.name, seed) / "selfplay")
+            step = len(sweep.read_history(run_dir(args.out, arm.name, seed) / "selfplay"))
             snaps = len(r["snapshots"]) if r else 0
             state = "done" if r and r["done"] else ("running" if r else "waiting")
             if r and r["done"]:
                 done_walls.append(r["wall_s"])
-            print(f"  {arm.name:>14} seed {seed}: {state:>7}, iteration {step or 0}/"
+            print(f"  {arm.name:>14} seed {seed}: {state}, iteration {step}/"
                   f"{plan.iterations(arm)}, snapshots {snaps}/{len(plan.snapshots(arm))}"
                   + (f", {r['wall_s'] / 3600:.2f} h" if r else ""))
     wanted = ablation.pairings(plan, index)

@@ -300,6 +300,14 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys):
         assert int(row["n"]) == 2 and float(row["mean"]) == pytest.approx(np.mean(finals))
     md = (out / "report" / "summary.md").read_text()
     assert "PARTIAL" not in md and "the curriculum helps" in md
+    # the pre-registered curriculum cost, recomputed from the sweep's own CPU times
+    runs = {(r["arm"], r["seed"]): r for r in index["runs"]}
+    check = ablation.curriculum_check(plan.arm("curriculum"),
+                                      ablation.analyse(plan, index, lines))
+    cur = np.mean([runs[("curriculum", s)]["curriculum"]["cpu_s"] for s in (0, 1)])
+    per_game = np.mean([runs[("scratch", s)]["snapshots"][-1]["cpu_s"] / 8 for s in (0, 1)])
+    assert check["equivalents"] == pytest.approx(cur / per_game)
+    assert f"{check['equivalents']:.0f} game equivalents against the pre-registered 4" in md
     assert (out / "report" / "curves.png").stat().st_size > 10_000
 
     # again: nothing is trained or played twice
@@ -309,6 +317,8 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys):
     said = capsys.readouterr().out
     assert "snapshot" not in said and "match" not in said and "curriculum (" not in said
     assert (out / "games.jsonl").read_bytes() == ledger_before
+    assert cli.main(["status", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.count(": done, iteration") == 4
 
     # the docs: copied data, then redrawn from the copy alone, to the same table
     assert cli.main(["report", "--out", str(out), "--docs", str(docs)]) == 0
