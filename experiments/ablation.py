@@ -550,6 +550,26 @@ def redraw(plan, out: Path, index: dict, state: dict) -> None:
                                 "--docs DIR")
 
 
+def code_version() -> str:
+    """The commit this code is (a ``COMMIT`` file beside ``experiments/``, as a
+    ``git archive`` copy run in the background has, else ``git rev-parse``),
+    ``+dirty`` when src/ or experiments/ differ from it, ``unknown`` without git."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    if (root / "COMMIT").exists():
+        return (root / "COMMIT").read_text().strip()
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
+                                capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--", "src",
+                                "experiments"], check=True, capture_output=True,
+                               text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
 def cmd_run(args) -> int:
     from agz_jax import ablation
     from agz_jax.cache import enable_compilation_cache
@@ -560,6 +580,9 @@ def cmd_run(args) -> int:
     with lock(args.out):
         write_json(args.out / "ablation.json", plan.source)
         index = ablation.read_json(args.out / "index.json", {"name": plan.name, "runs": []})
+        version = code_version()
+        if version not in index.setdefault("code", []):
+            index["code"].append(version)
         lines = ladder.read_ledger(args.out / "games.jsonl")
         base = get_preset(plan.preset).replace(**plan.common)
         ladder.check_board(lines, args.out / "games.jsonl", base.game.size, base.game.rule)

@@ -475,6 +475,7 @@ def analyse(plan: Plan, index: dict, lines: list[dict]) -> dict:
     total = len(plan.arms) * len(plan.seeds)
     complete = sum(len(a["seeds"]) for a in arms)
     return {"fit": fit, "runs": runs, "arms": arms, "claims": claims, "total_runs": total,
+            "code": list(index.get("code", [])),
             "complete_runs": complete, "partial": complete < total,
             "games": sum(x["games"] for x in lines), "matches": len(lines)}
 
@@ -569,6 +570,12 @@ def reading(plan: Plan, result: dict) -> list[str]:
         lines.append(f"- **{c['claim']}** (`{c['better']}` − `{c['worse']}`, "
                      f"{c['n_better']} vs {c['n_worse']} seeds): {w['diff']:+.0f} Elo, 95% CI "
                      f"[{w['low']:+.0f}, {w['high']:+.0f}]: {what}.")
+    ranked = sorted((a for a in result["arms"] if a["elo"]), key=lambda a: -np.mean(a["elo"]))
+    if ranked:
+        lines.append("- Arms by mean final Elo: " + ", ".join(
+            f"`{a['arm']}` {np.mean(a['elo']):.0f} ({len(a['elo'])} seeds)" for a in ranked)
+            + ". (The best gamma of the single-net and curriculum comparisons was "
+            "pre-registered, not taken from this ranking.)")
     ev = plan.evaluation
     for a in result["arms"]:
         n = len(a["seeds"])
@@ -607,6 +614,10 @@ def measured_curriculum(arm: Arm, result: dict) -> str:
             f"{arm.curriculum_games}.")
 
 
+def index_code(result: dict) -> list[str]:
+    return result.get("code", [])
+
+
 def markdown(plan: Plan, result: dict, regenerate: str) -> str:
     ev = plan.evaluation
     base = get_preset(plan.preset).replace(**plan.common)
@@ -631,6 +642,9 @@ def markdown(plan: Plan, result: dict, regenerate: str) -> str:
                           f"the sweep), so it plays {plan.iterations(a) * gpi[a.name]:,} "
                           "self-play games." + measured_curriculum(a, result))
     out += [" ".join(budget), ""]
+    if index_code(result):
+        out += ["Code: " + ", ".join(f"`{c}`" for c in index_code(result)) + " (the commits "
+                "the runner ran; more than one: the sweep was continued on newer code).", ""]
     fit = result["fit"]
     out += [f"Strength: one maximum-likelihood Elo fit (`agz_jax.rating`, random = 0) over "
             f"all {result['games']:,} games of {result['matches']} matches in `games.jsonl`; "
