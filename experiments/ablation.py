@@ -402,12 +402,12 @@ class Matches:
     (a long ladder that kept every match's ran out of memory maps); then all
     are dropped, as the ladder drops each match's."""
 
-    def __init__(self, rules, keep: int = 8):
+    def __init__(self, rules, keep: int = 12):
         self.rules, self.keep = rules, keep
         self.players: dict[tuple, object] = {}
         self.scans: dict[tuple, object] = {}
 
-    def kind(self, spec: str, loaded) -> str:
+    def kind(self, spec: str) -> str:
         """What a player's compiled program depends on: a pool player's spec, or a
         snapshot's config (less seed and iterations) and simulations."""
         if not spec.startswith("mcts:"):
@@ -427,7 +427,7 @@ class Matches:
 
         loaded = [arena_cli.make_player(arena_cli.load_spec(arena_cli.parse_spec(s, s), s),
                                         self.rules) for s in specs]
-        pair = tuple(self.kind(s, x) for s, x in zip(specs, loaded, strict=True))
+        pair = tuple(self.kind(s) for s in specs)
         if pair not in self.players:
             if len(self.players) >= self.keep:
                 self.clear()
@@ -490,8 +490,14 @@ def play_missing(plan, out: Path, index: dict, state: dict, verbose: bool, say) 
         state["matches"] = Matches(Rules(size, rule))
     matches: Matches = state["matches"]
     ledger = out / "games.jsonl"
-    for i, (a, b, games, seed) in enumerate(todo, 1):
-        specs = [spec_of(n, index, out, ev.sims) for n in (a, b)]
+    todo = [(a, b, games, seed, [spec_of(n, index, out, ev.sims) for n in (a, b)])
+            for a, b, games, seed in todo]
+    # those of one pair of kinds together (they share compiled programs), in the
+    # order the kinds first come
+    kinds = [tuple(matches.kind(x) for x in t[4]) for t in todo]
+    first = {k: i for i, k in reversed(list(enumerate(kinds)))}
+    todo = [t for _, t in sorted(zip(kinds, todo, strict=True), key=lambda kt: first[kt[0]])]
+    for i, (a, b, games, seed, specs) in enumerate(todo, 1):
         with contextlib.redirect_stderr(sys.stderr if verbose else io.StringIO()):
             result, wall = matches.play(specs, seed, games, ev.opening_plies, ev.chunk)
         s = arena.score(result)

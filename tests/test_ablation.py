@@ -65,7 +65,7 @@ target_score = 0.5
 anchors = []
 pool = ["random", "mentor:0"]
 pool_games = 2
-finals_games = 2
+peer_games = 2
 chunk = 0
 """
 
@@ -178,17 +178,22 @@ def hand_index(final_curriculum: bool) -> dict:
     return {"runs": runs}
 
 
-def test_pairings_each_pair_once_and_finals_only_when_a_seed_is_complete():
+def test_pairings_each_pair_once_peers_at_equal_games():
     plan = ablation.parse(source())
     partial = ablation.pairings(plan, hand_index(final_curriculum=False))
     full = ablation.pairings(plan, hand_index(final_curriculum=True))
     assert len({frozenset(p[:2]) for p in full}) == len(full)
     assert full[0] == ("random", "mentor:0", 2)  # the pool first
     # 1 pool pair; 8 snapshots x target; 4 final nets x random (mentor:0 is the target);
-    # per seed the two arms' final nets
+    # per seed the two arms' snapshots at 8 games (not those at 0: untrained nets)
     assert len(full) == 1 + 8 + 4 + 2
-    assert len(partial) == 1 + 8 + 2  # no final curriculum net, so no pairs across arms
     assert ("scratch/s0@g8", "curriculum/s0@g8", 2) in full
+    assert not any("@g0" in a and "@g0" in b for a, b, _ in full)
+    # curriculum nets not final: no match against the whole pool, peers all the same
+    assert len(partial) == 1 + 8 + 2 + 2
+    # a seed's peers only: seeds never meet
+    assert not any("/s0@" in a and "/s1@" in b or "/s1@" in a and "/s0@" in b
+                   for a, b, _ in full)
 
 
 def test_analyse_elo_claims_and_time_to_strength():

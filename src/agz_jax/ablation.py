@@ -95,7 +95,7 @@ class Evaluation:
     anchor_games: int = 20
     pool: tuple[str, ...] = ("random", "mentor:0", "mentor:1", "mentor:2", "mentor:3")
     pool_games: int = 20  # pool pairs, and a final net against the pool
-    finals_games: int = 20  # final nets of one seed against each other
+    peer_games: int = 20  # snapshots of one seed at equal game equivalents, arm against arm
     opening_plies: int = 2
     seed: int = 0  # the ladder seed: every match's seed derives from it and the names
     chunk: int = 8
@@ -137,9 +137,16 @@ class Plan:
         return (self.games_per_arm - arm.curriculum_games) // base.selfplay.num_games
 
     def snapshots(self, arm: Arm) -> list[int]:
-        """The iterations whose best net is snapshotted: 0, every ``snapshot_every``, the last."""
-        n = self.iterations(arm)
-        return sorted(set(range(0, n, self.snapshot_every)) | {n})
+        """The iterations whose best net is snapshotted: 0, the last, and those at
+        every ``snapshot_every`` iterations' worth of games counted with the
+        curriculum's equivalents, so that the arms' snapshots meet at equal
+        game equivalents (a curriculum of 6 iterations' worth, every 12: 0, 6,
+        18, 30, ...)."""
+        n, gpi = self.iterations(arm), self.games_per_iteration(arm)
+        step = self.snapshot_every * gpi
+        its = {round((k * step - arm.curriculum_games) / gpi)
+               for k in range(1, self.games_per_arm // step + 1)}
+        return sorted({0, n} | {i for i in its if 1 <= i <= n})
 
     def without_seeds(self) -> dict:
         """The file minus its seeds: a sweep directory may gain seeds, nothing else."""
@@ -294,7 +301,7 @@ def parse(source: dict, where: str = "ablation") -> Plan:
         raise _err(f"{where}: evaluation", f"has an unknown key {sorted(bad)[0]!r}")
     ev = dataclasses.replace(Evaluation(), **{
         k: tuple(v) if isinstance(v, list) else v for k, v in ev_src.items()})
-    for k in ("sims", "target_games", "anchor_games", "pool_games", "finals_games"):
+    for k in ("sims", "target_games", "anchor_games", "pool_games", "peer_games"):
         _int(getattr(ev, k), f"{where}: evaluation.{k}", low=2 if k != "sims" else 1)
         if k != "sims" and getattr(ev, k) % 2:
             raise _err(f"{where}: evaluation.{k}", f"must be even (colours alternate), got "
@@ -346,10 +353,10 @@ def player_name(arm: str, seed: int, games: int) -> str:
 
 def pairings(plan: Plan, index: dict) -> list[tuple[str, str, int]]:
     """Every match the index's snapshots call for, as (a, b, games), in play
-    order, each unordered pair once: the pool's pairs, then per run its
-    snapshots against the target and the anchors, its final net against the
-    whole pool, and when every arm of a seed is final, the final nets of that
-    seed against each other."""
+    order, each unordered pair once: the pool's pairs; every snapshot against
+    the target and the anchors; every final net against the whole pool; and,
+    within a seed, the snapshots of different arms at equal game equivalents
+    (above 0) against each other, net against net, as soon as both exist."""
     ev = plan.evaluation
     out: list[tuple[str, str, int]] = []
     seen: set[frozenset] = set()
@@ -364,7 +371,7 @@ def pairings(plan: Plan, index: dict) -> list[tuple[str, str, int]]:
     for i, a in enumerate(pool):
         for b in pool[i + 1:]:
             add(a, b, ev.pool_games)
-    finals: dict[int, dict[str, str]] = {}
+    level: dict[tuple[int, int], list[str]] = {}  # (seed, games) -> the arms' snapshots
     for r in index["runs"]:
         for s in r["snapshots"]:
             add(s["player"], ev.target, ev.target_games)
@@ -373,13 +380,12 @@ def pairings(plan: Plan, index: dict) -> list[tuple[str, str, int]]:
             if s["final"]:
                 for p in pool:
                     add(s["player"], p, ev.pool_games)
-                finals.setdefault(r["seed"], {})[r["arm"]] = s["player"]
-    for seed in sorted(finals):
-        if len(finals[seed]) == len(plan.arms):
-            names = [finals[seed][a.name] for a in plan.arms]
-            for i, a in enumerate(names):
-                for b in names[i + 1:]:
-                    add(a, b, ev.finals_games)
+            if s["games"]:
+                level.setdefault((r["seed"], s["games"]), []).append(s["player"])
+    for names in level.values():
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                add(a, b, ev.peer_games)
     return out
 
 
@@ -653,8 +659,9 @@ def markdown(plan: Plan, result: dict, regenerate: str) -> str:
             f"Each snapshot played `{ev.target}` ({ev.target_games} games)"
             + (f" and {', '.join(f'`{x}`' for x in ev.anchors)} ({ev.anchor_games} each)"
                if ev.anchors else "") + "; each final "
-            f"net also the whole pool ({ev.pool_games} each) and the other arms' final nets "
-            f"of its seed ({ev.finals_games} each). Mean ± std across seeds [95% t-interval "
+            f"net also the whole pool ({ev.pool_games} each); within a seed, the arms' "
+            f"snapshots at equal game equivalents (above 0) played each other "
+            f"({ev.peer_games} each). Mean ± std across seeds [95% t-interval "
             "of the mean]. Regenerate: `" + regenerate + "`.", ""]
     if fit is None:
         return "\n".join(out + ["No match played yet."]) + "\n"
