@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install selfplay test bench lint clean play browser gnugo
+.PHONY: install selfplay test bench lint clean play browser gnugo pachi
 
 install: $(STAMP)
 
@@ -51,6 +51,28 @@ gnugo:
 	else \
 	  echo "warning: gnugo is missing and you are not root: the Go referee tests will be"; \
 	  echo "  skipped. Install it with: sudo apt-get install gnugo"; \
+	fi
+
+# Pachi, the Go engine of the matches (experiments.go_match --opponent pachi): Debian's
+# package named pachi is a platform game, so Pachi is built from its source without its
+# neural net (DCNN=0), with its pattern files: PACHI_SRC is a checkout of
+# https://github.com/pasky/pachi (cloned at PACHI_COMMIT when missing). Root installs
+# /usr/bin/pachi and /usr/share/pachi-go; anyone else is told how.
+PACHI_SRC ?= /opt/pachi-src
+PACHI_COMMIT ?= b69e3539
+pachi:
+	@if command -v pachi >/dev/null 2>&1 && echo name | pachi 2>/dev/null | grep -q Pachi; then :; \
+	elif [ "$$(id -u)" != 0 ]; then \
+	  echo "warning: Pachi is missing and you are not root: build it from"; \
+	  echo "  https://github.com/pasky/pachi with: make DCNN=0 JOSEKIFIX=0 && sudo make install-bin"; \
+	else \
+	  { [ -f $(PACHI_SRC)/Makefile ] || { git clone -q https://github.com/pasky/pachi $(PACHI_SRC) \
+	      && git -C $(PACHI_SRC) checkout -q $(PACHI_COMMIT); }; } \
+	  && $(MAKE) -C $(PACHI_SRC) DCNN=0 JOSEKIFIX=0 >/dev/null \
+	  && $(MAKE) -C $(PACHI_SRC) DCNN=0 JOSEKIFIX=0 install-bin >/dev/null \
+	  && install -d /usr/share/pachi-go \
+	  && install -m 644 $(PACHI_SRC)/patterns_mm.gamma $(PACHI_SRC)/patterns_mm.spat /usr/share/pachi-go/ \
+	  || { echo "error: could not build Pachi in $(PACHI_SRC)"; exit 1; }; \
 	fi
 
 # Play the model in a browser: http://127.0.0.1:8000/ (MODEL: a name in models/,

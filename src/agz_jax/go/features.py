@@ -32,6 +32,8 @@ at most ``ladder_limit`` (move, prey) pairs per position.
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 
@@ -123,3 +125,11 @@ def features(rules: Rules, state: State, ranks: int = RANKS, ladder_limit: int =
     ]
     out = jnp.concatenate(planes, axis=-1).astype(jnp.float32)
     return out.reshape(rules.size, rules.size, -1)
+
+
+@functools.cache
+def batched(rules: Rules, ranks: int = RANKS):
+    """``jax.jit(jax.vmap(features))`` for ``rules`` and ``ranks``, one cached
+    function: the data set builder and the GTP engine share its compilations
+    (float32[B, H, W, C] of B stacked states)."""
+    return jax.jit(jax.vmap(functools.partial(features, rules, ranks=ranks)))

@@ -1,0 +1,180 @@
+"""Matches of the raw move-prediction net (``gtp-agz``) against GnuGo 3.8 or Pachi.
+
+    python -m experiments.go_match --model runs/go-mp-cpu/depth-12 --opponent gnugo \\
+        --level 10 --size 9 --games 100 --out runs/go-match-gnugo10
+    python -m experiments.go_match --model DIR --opponent pachi --playouts 10000 \\
+        --size 9 --games 50 --out runs/go-match-pachi
+
+Our engine runs as its own process (``python -m agz_jax.go.gtp_engine``: the
+GTP engine a GTP manager would start) and the two engines are driven over GTP.
+Colours alternate (the net is black in the even games). Game ``i`` is played
+with the opponent's random seed ``--seed + i`` (GnuGo's ``set_random_seed``;
+Pachi keeps one process, seeded once), so the games differ; identical games are
+counted (the paper excluded duplicates) and the score is also given without
+them. Every game is scored under Chinese rules by a separate GnuGo referee
+(``final_score``: GnuGo judges dead stones), as Maddison et al. had theirs; a
+game reaching ``--max-moves`` plies is scored as it stands.
+
+``OUT/match.json`` holds the opponent's settings (argv, name, version, level or
+playouts, seeds), ours (the model and its net), every game's result and the
+totals (wins, losses, draws, score and its standard error sqrt(s(1-s)/n), 95%
+Wilson interval); ``OUT/games/`` the SGF records. Started again with the same
+arguments it continues.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import time
+
+from agz_jax.go import gtp, play, sgf
+from agz_jax.go import net as net_lib
+from agz_jax.go.rules import BLACK, WHITE
+
+PAPER = {"gnugo": "12-layer net 97.2 ± 0.9% (3-layer, 16 filters: 3.4 ± 1.1%) vs GnuGo 3.8 "
+                  "level 10, 19x19",
+         "pachi": "12-layer net 47.4 ± 3.7% vs Pachi 10.99 at 10,000 rollouts, 19x19"}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True, help="a model directory of go_movepred")
+    p.add_argument("--opponent", choices=play.ENGINES, default="gnugo")
+    p.add_argument("--size", type=int, default=9, choices=(9, 13, 19))
+    play.add_flags(p, level=10, playouts=10_000, komi=7.5)
+    p.add_argument("--threads", type=int, default=1, help="Pachi's threads")
+    p.add_argument("--in-process", action="store_true",
+                   help="run our engine in this process (gtp_engine.LocalClient), not as a "
+                        "GTP subprocess")
+    p.add_argument("--no-pass-when-ahead", action="store_true",
+                   help="our engine passes only when no other point is left")
+    args = p.parse_args(argv)
+    play.check_flags(p, args)
+    return args
+
+
+def wilson(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    if n == 0:
+        return 0.0, 1.0
+    s = wins / n
+    centre = (s + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(s * (1 - s) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def totals(games: list[dict]) -> dict:
+    """Wins, losses, draws and the score (draws count a half) of the net."""
+    n = len(games)
+    wins = sum(g["net_won"] == 1 for g in games)
+    draws = sum(g["net_won"] == 0.5 for g in games)
+    score = (wins + draws / 2) / n if n else 0.0
+    low, high = wilson(wins + draws / 2, n)
+    return {"games": n, "wins": wins, "losses": n - wins - draws, "draws": draws,
+            "score": score, "se": math.sqrt(score * (1 - score) / n) if n else 0.0,
+            "wilson95": [low, high],
+            "net_black": {"games": sum(g["net"] == "B" for g in games),
+                          "wins": sum(g["net_won"] == 1 and g["net"] == "B" for g in games)},
+            "mean_moves": sum(g["moves"] for g in games) / n if n else 0.0}
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    out = args.out
+    (out / "games").mkdir(parents=True, exist_ok=True)
+    try:
+        config, _, model_meta = net_lib.load(args.model)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if config.size != args.size:
+        print(f"error: {args.model} is a {config.size}x{config.size} net, --size is "
+              f"{args.size}", file=sys.stderr)
+        return 2
+    settings = {k: getattr(args, k) for k in ("model", "opponent", "size", "komi", "seed",
+                                              "max_moves")}
+    settings.update({"level": args.level} if args.opponent == "gnugo"
+                    else {"playouts": args.playouts, "threads": args.threads})
+    settings["pass_when_ahead"] = not args.no_pass_when_ahead
+    path = out / "match.json"
+    try:
+        state = play.resume(path, settings, {"games": []}, "a match")
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    ours_argv = [sys.executable, "-m", "agz_jax.go.gtp_engine", "--model", str(args.model)]
+    if args.no_pass_when_ahead:
+        ours_argv.append("--no-pass-when-ahead")
+    if args.in_process:
+        from agz_jax.cache import enable_compilation_cache
+        from agz_jax.go.gtp_engine import LocalClient, load_engine
+        enable_compilation_cache()
+        ours = LocalClient(load_engine(str(args.model),
+                                       pass_when_ahead=not args.no_pass_when_ahead))
+        ours_argv = ["in-process", *ours_argv[1:]]
+    else:
+        ours = gtp.GtpEngine(ours_argv)
+    opp = None
+    referee = play.opponent("gnugo", args.size, args.komi, level=10)
+    try:
+        opp = play.opponent(args.opponent, args.size, args.komi, level=args.level,
+                            playouts=args.playouts, seed=args.seed, path=args.engine_path,
+                            threads=args.threads)
+        state["opponent"] = opp.settings
+        state["referee"] = referee.settings
+        state["ours"] = {"argv": ours_argv, "name": ours.send("name"),
+                         "version": ours.send("version"), "net": config.to_dict(),
+                         "model": model_meta}
+        state["paper"] = PAPER[args.opponent]
+        t0 = time.perf_counter()
+        start = len(state["games"])
+        for i in range(start, args.games):
+            net_colour = BLACK if i % 2 == 0 else WHITE
+            seed = args.seed + i
+            play.new_game(ours, args.size, args.komi)
+            play.new_game(opp.engine, args.size, args.komi,
+                          seed if args.opponent == "gnugo" else None)
+            names = {net_colour: f"agz_jax {args.model}",
+                     1 - net_colour: f"{opp.settings['name']} {opp.settings['version']}"}
+            players = {net_colour: ours, 1 - net_colour: opp.engine}
+            t1 = time.perf_counter()
+            record = play.play_game(players, args.size, args.komi, args.max_moves, names=names)
+            if not record.result:
+                text, _ = play.referee_score(referee.engine, record)
+                record = dataclasses.replace(record, result=text)
+            winner = record.winner()
+            net_won = 0.5 if winner == -1 else float(winner == net_colour)
+            sgf.write(record, out / "games" / f"game-{i:04d}.sgf")
+            state["games"].append({
+                "game": i, "net": "BW"[net_colour], "seed": seed, "result": record.result,
+                "net_won": net_won, "moves": len(record.moves),
+                "seconds": round(time.perf_counter() - t1, 1),
+                "key": " ".join(str(a) for _, a in record.moves)})
+            keys = [g["key"] for g in state["games"]]
+            unique = [g for j, g in enumerate(state["games"]) if g["key"] not in keys[:j]]
+            state["totals"] = totals(state["games"])
+            state["totals_without_duplicates"] = totals(unique)
+            path.write_text(json.dumps(state, indent=2))
+            t = state["totals"]
+            print(f"game {i}: net {'BW'[net_colour]}, {record.result} in {len(record.moves)} "
+                  f"moves; net {t['wins']}-{t['losses']}-{t['draws']} "
+                  f"({100 * t['score']:.1f} ± {100 * t['se']:.1f}%); "
+                  f"{(time.perf_counter() - t0) / (i + 1 - start):.0f} s/game", flush=True)
+    except (gtp.GtpError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    finally:
+        for e in (ours, opp, referee):
+            if e is not None:
+                e.close()
+    t = state.get("totals") or totals(state["games"])
+    print(f"net vs {args.opponent}: {t['wins']} wins, {t['losses']} losses, {t['draws']} draws "
+          f"in {t['games']} games: {100 * t['score']:.1f} ± {100 * t['se']:.1f}%", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""``gtp-agz``: the raw move-prediction net as a Go engine speaking GTP 2.
+
+    gtp-agz --model runs/go-mp-cpu/depth-12          # then GTP on stdin/stdout
+    python -m agz_jax.go.gtp_engine --model DIR
+
+As Maddison et al. (Section 5.2) let their net play: ``genmove`` plays the
+legal point of highest probability in the softmax of the colour to move, with
+no search. Two rules of ours around it, as the paper's net has no pass output:
+it never fills a one-point eye of its own (a point whose neighbours are all its
+stones), and it passes when no other point is left, or when the opponent has
+just passed and it is ahead by the area count with every stone alive (with the
+komi; ``--no-pass-when-ahead`` turns that off).
+
+Commands: protocol_version, name, version, known_command, list_commands,
+boardsize (the net's size only), clear_board, komi, play, genmove, undo,
+final_score (area score, every stone alive), showboard, quit. The rules are
+Chinese: suicide illegal, positional superko. ``play`` refuses an illegal move
+(``? illegal move``); a move out of turn is played (GTP allows it). Every
+malformed command gets a ``?`` error and the engine goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import sys
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agz_jax.go import net as net_lib
+from agz_jax.go.features import RANKS, batched, channel_names
+from agz_jax.go.gtp import GtpError
+from agz_jax.go.referee import own_eyes
+from agz_jax.go.rules import BLACK, WHITE, Rules, State, point, setup, to_text, vertex
+from agz_jax.go.sgf import replay_rules
+
+VERSION = "0.1.0"
+COMMANDS = ("protocol_version", "name", "version", "known_command", "list_commands",
+            "boardsize", "clear_board", "komi", "play", "genmove", "undo", "final_score",
+            "showboard", "quit")
+COLOURS = {"b": BLACK, "black": BLACK, "w": WHITE, "white": WHITE}
+
+
+class GtpFailure(Exception):
+    """A command that fails: its message follows GTP's ``?``."""
+
+
+def engine_rules(size: int) -> Rules:
+    """The records' rules (``sgf.replay_rules``: Chinese, positional superko):
+    the engine's feature planes are then the data set's, one compiled function
+    (``features.batched``). Komi is kept apart (GTP allows any komi). Past the
+    rules' cap of ``4 * size**2`` plies the engine starts a new history from the
+    board as it stands (positional superko then forgets the older boards)."""
+    return replay_rules(size)
+
+
+@functools.cache
+def _policy_fn(rules: Rules, config: net_lib.NetConfig):
+    net = net_lib.GoNet(config)
+
+    @jax.jit
+    def choose(params, planes, legal, board, to_play):
+        """(int32[] the best legal point that is not an own eye, or -1 when none;
+        float32[A] logits) of one position's planes float32[H, W, C]."""
+        logits = net.logits(params, planes[None], to_play[None])[0]
+        ok = legal & ~own_eyes(rules, board, jnp.where(to_play == BLACK, 1, -1))
+        best = jnp.argmax(jnp.where(ok, logits, -jnp.inf))
+        return jnp.where(jnp.any(ok), best, -1).astype(jnp.int32), logits
+
+    return choose
+
+
+@functools.cache
+def _jit(rules: Rules, name: str):
+    return jax.jit(getattr(rules, name))
+
+
+class Engine:
+    """The GTP state machine: ``handle(line)`` -> the response text (None for a
+    line with nothing to do). ``choose(state) -> action`` picks the moves
+    (default: the net's); tests may give their own."""
+
+    def __init__(self, config: net_lib.NetConfig | None = None, params=None, ranks: int = 0,
+                 name: str = "agz_jax", pass_when_ahead: bool = True,
+                 choose: Callable[[State], int] | None = None):
+        if choose is None and (config is None or params is None):
+            raise ValueError("an Engine needs a net (config and params) or a choose function")
+        self.config, self.params, self.ranks = config, params, ranks
+        self.name = name
+        self.pass_when_ahead = pass_when_ahead
+        self._choose = choose
+        self.size = config.size if config is not None else 9
+        self.komi = 7.5
+        self.done = False
+        self._reset()
+
+    # ------------------------------------------------------------------ state
+
+    def _reset(self):
+        self.rules = engine_rules(self.size)
+        self.history: list[State] = [self.rules.init()]
+
+    @property
+    def state(self) -> State:
+        return self.history[-1]
+
+    def _open(self, colour: int) -> State:
+        """The current state, ready for ``colour`` to move: GTP knows no end of
+        game (play goes on after two passes), any colour may move, and past the
+        rules' move cap a new history starts from the board."""
+        state = self.state
+        if int(state.num_moves) >= self.rules.max_moves - 1:
+            state = setup(self.rules, state.board, colour, state.ko)
+        if bool(state.done):
+            state = state._replace(done=jnp.bool_(False), passes=jnp.int32(0))
+        return state._replace(to_play=jnp.int32(colour))
+
+    def _play(self, colour: int, action: int) -> None:
+        state = self._open(colour)
+        if not bool(_jit(self.rules, "is_legal")(state, jnp.int32(action))):
+            raise GtpFailure("illegal move")
+        self.history.append(_jit(self.rules, "step")(state, jnp.int32(action)))
+
+    def area_score(self) -> float:
+        """Black's area minus white's minus komi, every stone alive."""
+        areas = np.asarray(_jit(self.rules, "areas")(self.state))
+        return float(areas[0] - areas[1]) - self.komi
+
+    def genmove(self, colour: int) -> int:
+        """The move the engine plays for ``colour`` (not played yet)."""
+        state = self._open(colour)
+        opponent_passed = int(state.last_action) == self.rules.pass_action
+        if self.pass_when_ahead and opponent_passed:
+            score = self.area_score()
+            if (score > 0) if colour == BLACK else (score < 0):
+                return self.rules.pass_action
+        if self._choose is not None:
+            action = int(self._choose(state))
+        else:
+            one = jax.tree.map(lambda x: x[None], state._replace(rank=jnp.int32(-1)))
+            planes = batched(self.rules, self.ranks)(one)[0]
+            legal = planes[..., channel_names(self.ranks).index("legal")].reshape(-1) > 0
+            action = int(_policy_fn(self.rules, self.config)(
+                self.params, planes, legal, state.board, state.to_play)[0])
+        return self.rules.pass_action if action < 0 else action
+
+    # --------------------------------------------------------------- protocol
+
+    def handle(self, line: str) -> str | None:
+        """The response to one line of GTP (with its trailing empty line)."""
+        line = "".join(ch for ch in line if ch in "\t\n" or (ord(ch) >= 32 and ord(ch) != 127))
+        line = line.replace("\t", " ").split("#", 1)[0].strip()
+        if not line:
+            return None
+        words = line.split()
+        ident = ""
+        if words[0].isdigit():
+            ident = words.pop(0)
+            if not words:
+                return f"?{ident} missing command\n\n"
+        command, args = words[0], words[1:]
+        try:
+            text = self._run(command, args)
+        except GtpFailure as e:
+            return f"?{ident} {e}\n\n"
+        return f"={ident} {text}\n\n" if text else f"={ident}\n\n"
+
+    def _run(self, command: str, args: list[str]) -> str:
+        if command not in COMMANDS:
+            raise GtpFailure("unknown command")
+        return getattr(self, "cmd_" + command)(args)
+
+    @staticmethod
+    def _arity(args: list[str], n: int) -> None:
+        if len(args) != n:
+            raise GtpFailure("syntax error")
+
+    def cmd_protocol_version(self, args):
+        self._arity(args, 0)
+        return "2"
+
+    def cmd_name(self, args):
+        self._arity(args, 0)
+        return self.name
+
+    def cmd_version(self, args):
+        self._arity(args, 0)
+        if self.config is None:
+            return VERSION
+        c = self.config
+        return f"{VERSION} (net: {c.layers} layers, {c.filters} filters, {c.size}x{c.size})"
+
+    def cmd_known_command(self, args):
+        self._arity(args, 1)
+        return "true" if args[0] in COMMANDS else "false"
+
+    def cmd_list_commands(self, args):
+        self._arity(args, 0)
+        return "\n".join(COMMANDS)
+
+    def cmd_boardsize(self, args):
+        self._arity(args, 1)
+        if not args[0].isdigit():
+            raise GtpFailure("syntax error")
+        size = int(args[0])
+        wanted = self.config.size if self.config is not None else None
+        if (wanted is not None and size != wanted) or not 2 <= size <= 19:
+            raise GtpFailure("unacceptable size")
+        self.size = size
+        self._reset()
+        return ""
+
+    def cmd_clear_board(self, args):
+        self._arity(args, 0)
+        self._reset()
+        return ""
+
+    def cmd_komi(self, args):
+        self._arity(args, 1)
+        try:
+            komi = float(args[0])
+        except ValueError:
+            raise GtpFailure("syntax error") from None
+        if not math.isfinite(komi) or abs(komi) > 1000:
+            raise GtpFailure("syntax error")
+        self.komi = komi
+        return ""
+
+    def _colour(self, text: str) -> int:
+        colour = COLOURS.get(text.lower())
+        if colour is None:
+            raise GtpFailure("syntax error")
+        return colour
+
+    def cmd_play(self, args):
+        self._arity(args, 2)
+        colour = self._colour(args[0])
+        try:
+            action = point(self.size, args[1])
+        except ValueError:
+            raise GtpFailure("syntax error") from None
+        self._play(colour, action)
+        return ""
+
+    def cmd_genmove(self, args):
+        self._arity(args, 1)
+        colour = self._colour(args[0])
+        action = self.genmove(colour)
+        self._play(colour, action)
+        return vertex(self.size, action)
+
+    def cmd_undo(self, args):
+        self._arity(args, 0)
+        if len(self.history) < 2:
+            raise GtpFailure("cannot undo")
+        self.history.pop()
+        return ""
+
+    def cmd_final_score(self, args):
+        self._arity(args, 0)
+        score = self.area_score()
+        if score == 0:
+            return "0"
+        return f"{'B' if score > 0 else 'W'}+{abs(score):g}"
+
+    def cmd_showboard(self, args):
+        self._arity(args, 0)
+        letters = "ABCDEFGHJKLMNOPQRST"[: self.size]
+        rows = to_text(self.rules, self.state).splitlines()
+        body = [f"{self.size - i:2d} {r}" for i, r in enumerate(rows)]
+        to_move = "black" if int(self.state.to_play) == BLACK else "white"
+        return "\n" + "\n".join(["   " + " ".join(letters), *body,
+                                 f"{to_move} to move, move {int(self.state.num_moves)}"])
+
+    def cmd_quit(self, args):
+        self.done = True
+        return ""
+
+
+class LocalClient:
+    """An in-process ``Engine`` with the interface of a GTP client
+    (``go.gtp.GtpEngine``: ``send`` returns the answer, raises ``GtpError`` on
+    ``?``), so that ``go.play`` can drive it like an engine process."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def send(self, command: str) -> str:
+        response = self.engine.handle(command)
+        if response is None:
+            raise GtpError(f"{command!r}: not a command")
+        text = response.strip("\n")
+        if text.startswith("?"):
+            raise GtpError(f"{command!r}: {text[1:].strip()}")
+        return text[1:].strip()
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def load_engine(model: str, **kw) -> Engine:
+    config, params, _ = net_lib.load(model)
+    ranks = RANKS if config.channels == len(channel_names(RANKS)) else 0
+    if config.channels != len(channel_names(ranks)):
+        raise ValueError(f"{model}: a net of {config.channels} input planes; the features "
+                         f"have {len(channel_names(0))} or {len(channel_names(RANKS))}")
+    return Engine(config, params, ranks, **kw)
+
+
+def serve(engine: Engine, stdin=None, stdout=None) -> None:
+    """Answer GTP commands from ``stdin`` until ``quit`` or the end of input."""
+    stdin = stdin or sys.stdin
+    stdout = stdout or sys.stdout
+    for line in stdin:
+        try:
+            response = engine.handle(line)
+        except Exception as e:  # noqa: BLE001  (an engine fault must not end the session)
+            response = f"? internal error: {type(e).__name__}: {e}\n\n"
+        if response is not None:
+            stdout.write(response)
+            stdout.flush()
+        if engine.done:
+            break
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="gtp-agz", description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True, help="a model directory (go_movepred's depth-D)")
+    p.add_argument("--name", default="agz_jax")
+    p.add_argument("--no-pass-when-ahead", action="store_true",
+                   help="pass only when no other point is left")
+    args = p.parse_args(argv)
+    from agz_jax.cache import enable_compilation_cache
+    enable_compilation_cache()
+    try:
+        engine = load_engine(args.model, name=args.name,
+                             pass_when_ahead=not args.no_pass_when_ahead)
+    except (OSError, ValueError) as e:
+        print(f"gtp-agz: {e}", file=sys.stderr)
+        return 2
+    serve(engine)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
