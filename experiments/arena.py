@@ -36,8 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from agz_jax.config import Config, ConfigError
 from agz_jax.cache import enable_compilation_cache
+from agz_jax.config import Config, ConfigError
 from agz_jax.gomoku import MAX_SIZE, MIN_SIZE, RULES
 
 
@@ -212,6 +212,7 @@ class Loaded(NamedTuple):
 def make_player(spec: Spec, rules) -> Loaded:
     """Load a validated spec's player (reads a checkpoint player's variables)."""
     from agz_jax import arena, models
+    from agz_jax.search import Searcher
 
     if spec.kind == "random":
         return Loaded(lambda variables: arena.random_player(rules), None, None)
@@ -228,8 +229,9 @@ def make_player(spec: Spec, rules) -> Loaded:
     if spec.plain:
         search = dataclasses.replace(search, forced_moves=False, answer_threats=False,
                                      answer_four_threes=False, threat_values=False)
-    return Loaded(lambda variables: arena.mcts_player(rules, model.nets, search,
-                                                      config.decay.gamma, variables, spec.sims),
+    searcher = Searcher(rules=rules, nets=model.nets, settings=search, gamma=config.decay.gamma)
+    return Loaded(lambda variables: arena.mcts_player(searcher, variables,
+                                                      num_simulations=spec.sims),
                   model.variables, model.step)
 
 

@@ -14,8 +14,8 @@ For the paper's net (``PolicyValueNet`` defaults: 32 filters, 2 residual blocks)
 on a ``--size`` board, with a single net (num_nets=1) and Double Networks
 (num_nets=2), it measures:
 
-* self-play: a jitted ``lax.scan`` of ``--moves`` moves (``run_search`` with root
-  noise, ``select_move`` with the paper's temperature, ``rules.step``) from a
+* self-play: a jitted ``lax.scan`` of ``--moves`` moves (``Searcher.run`` with root
+  noise, ``Searcher.choose`` with the paper's temperature, ``rules.step``) from a
   batch of ``--games`` random mid-game positions; simulations/s and moves/s,
   compile time excluded (compiled ahead of time and reported separately);
 * the net alone: ``Networks.evaluate`` on the same batch size, evaluations/s
@@ -79,7 +79,7 @@ from agz_jax import baseline, replay
 from agz_jax.config import SearchConfig, SelfPlayConfig, TrainConfig
 from agz_jax.gomoku import Rules, State, played_at_from_last
 from agz_jax.networks import Networks, PolicyValueNet, cast_params, flops_per_position
-from agz_jax.search import mask_logits, run_search, select_move, temperature
+from agz_jax.search import Searcher, mask_logits, temperature
 from agz_jax.tactics import search_moves
 from agz_jax.train import init_train_state, make_train_step
 
@@ -256,15 +256,14 @@ def make_moves(rules: Rules, nets: Networks, search_cfg: SearchConfig, num_moves
     built exactly like ``selfplay.make_selfplay``'s move (root noise, semi-stochastic
     temperature)."""
     move_cfg = SelfPlayConfig()
+    searcher = Searcher(rules=rules, nets=nets, settings=search_cfg, gamma=GAMMA)
 
     def moves(variables, key, states):
         def body(states, key):
             search_key, move_key = jax.random.split(key)
-            out = run_search(search_cfg, rules, nets, GAMMA, variables, search_key, states,
-                             explore=True)
-            legal = jax.vmap(rules.legal_mask)(states)
-            visits = out.search_tree.summary().visit_counts.astype(jnp.float32)
-            action = select_move(move_key, visits, legal, temperature(move_cfg, states.num_moves))
+            out = searcher.run(variables, search_key, states, explore=True)
+            tau = temperature(move_cfg, states.num_moves)
+            action = searcher.choose(move_key, out, states, tau=tau)
             return jax.vmap(rules.step)(states, action), None
 
         states, _ = jax.lax.scan(body, states, jax.random.split(key, num_moves))

@@ -53,7 +53,7 @@ def values(model_name: str, moves: np.ndarray, sims: int, seed: int) -> np.ndarr
     from agz_jax import models, openings
     from agz_jax.gomoku import Rules
     from agz_jax.run import make_networks
-    from agz_jax.search import run_search
+    from agz_jax.search import Searcher
 
     model = models.load(model_name)
     config = model.config
@@ -63,8 +63,7 @@ def values(model_name: str, moves: np.ndarray, sims: int, seed: int) -> np.ndarr
     @jax.jit
     def value(variables, index, key):
         states = openings.start_states(rules, moves, index)
-        out = run_search(config.search, rules, nets, config.decay.gamma, variables, key,
-                         states, num_simulations=sims)
+        out = Searcher.of(config, rules, nets).run(variables, key, states, num_simulations=sims)
         return out.search_tree.node_values[:, 0]
 
     return np.asarray(value(model.variables, np.arange(len(moves)), jax.random.PRNGKey(seed)))

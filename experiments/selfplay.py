@@ -14,7 +14,7 @@ is an error. ``--resume-from STEP`` resumes from an earlier checkpoint than the
 latest (the error for a damaged checkpoint names the intact one); the later
 checkpoints move to ``RUN_DIR/damaged/``.
 
-Devices and hosts (README, "Scaling"): games and training batches are split
+Devices and hosts (docs/performance.md): games and training batches are split
 over every visible device (``--parallel.devices N`` for the first N). Several
 processes (hosts) run the same command, each with its own process id:
 

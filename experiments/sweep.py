@@ -25,8 +25,8 @@ iteration, ``metrics.jsonl``, TensorBoard events, then ``record.json``), so
 ``agz_jax.models.load``, ``experiments.selfplay --resume`` and this summary
 read it unchanged. A killed group resumes from the last iteration all its
 seeds checkpointed. Vmapped runs are deterministic but not bit-identical to
-solo runs (the last bits of the nets differ; README, "Sweeps"); on 2 CPU
-cores they are also slower (README).
+solo runs (the last bits of the nets differ; docs/performance.md); on 2 CPU
+cores they are also slower (docs/performance.md).
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ by lowest index).
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import os
@@ -26,7 +25,7 @@ from agz_jax import baseline
 from agz_jax.config import SearchConfig
 from agz_jax.gomoku import Rules, State, played_at_from_last
 from agz_jax.networks import Networks, PolicyValueNet
-from agz_jax.search import run_search
+from agz_jax.search import Searcher
 from experiments import bench
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -232,7 +231,7 @@ def test_baseline_visit_counts_equal_mctx(nets, variables):
         rank=jnp.zeros(len(positions), jnp.int32),
     )
     cfg = SearchConfig(num_simulations=48, c_puct=5.0, qtransform="raw")
-    search = jax.jit(functools.partial(run_search, cfg, Rules(SIZE), nets, GAMMA))
+    search = jax.jit(Searcher(rules=Rules(SIZE), nets=nets, settings=cfg, gamma=GAMMA).run)
     out = search(variables, jax.random.PRNGKey(0), states)
     jax_visits = np.asarray(out.search_tree.summary().visit_counts)
     net_fn = baseline.make_net_fn(nets, variables)

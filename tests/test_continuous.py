@@ -81,12 +81,13 @@ def reference_z(length: int, winner: int, to_play: list[int], gamma: float) -> l
             for t in range(length)]
 
 
-@pytest.mark.parametrize("with_openings, empty_fraction", [(False, 0.0), (True, 0.0),
-                                                           (True, 0.5)])
+@pytest.mark.parametrize("with_openings, empty_fraction, reuse",
+                         [(False, 0.0, False), (True, 0.0, False), (True, 0.5, False),
+                          (True, 0.5, True)])
 def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_openings,
-                                                              empty_fraction):
+                                                              empty_fraction, reuse):
     gamma = 0.9
-    config = tiny(steps=3 * T)
+    config = tiny(steps=3 * T).replace(**{"search.reuse": reuse})
     opening_moves: list = []
     if with_openings:
         path = tmp_path / "open.txt"
@@ -138,6 +139,8 @@ def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_ope
             current[b] = next_opening[step, b]
             assert openings.EMPTY <= current[b] < len(opening_moves)
     assert finished == int(stats["games"]) and finished > B
+    # With reuse, searches start from the last move's subtree (and only then).
+    assert (float(stats["reused_visits"]) > 0) == reuse
     empty = np.mean(np.asarray(starts) == openings.EMPTY)
     if not with_openings:
         assert empty == 1.0

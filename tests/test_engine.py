@@ -86,10 +86,10 @@ def test_chunks_grow_one_tree(eng):
     fns = eng._fns(rules)
     state = position(rules, [(4, 4)], [])
     states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
-    invalid = jnp.asarray(np.asarray(state.board) != 0)[None]
+    allowed = jnp.asarray(np.asarray(state.board) == 0)[None]
     exact = jnp.bool_(False)
-    tree, _ = fns.start(eng.variables, exact, states, invalid)
     key = jax.random.PRNGKey(0)
+    tree = fns.start(eng.variables, exact, key, states, allowed, None)
     tree = fns.chunk(eng.variables, exact, key, tree, jnp.int32(5))
     tree = fns.chunk(eng.variables, exact, key, tree, jnp.int32(12))
     t = jax.tree.map(lambda x: np.asarray(x)[0], tree)
@@ -181,7 +181,8 @@ def test_the_tree_grows_only_forced_moves(eng):
     fns = eng._fns(rules)
     exact = jnp.asarray(False)
     states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
-    tree, _ = fns.start(eng.variables, exact, states, jnp.zeros((1, rules.num_actions), bool))
+    tree = fns.start(eng.variables, exact, jax.random.PRNGKey(0), states,
+                     jnp.ones((1, rules.num_actions), bool), None)
     tree = fns.chunk(eng.variables, exact, jax.random.PRNGKey(0), tree, jnp.int32(CAPACITY - 1))
     t = jax.tree.map(np.asarray, tree)
     emb = t.embeddings
@@ -211,9 +212,78 @@ def test_an_open_three_is_answered_in_the_tree(eng, exact):
     state = position(rules, [(0, 8), (8, 8), (4, 6)], [(3, 2), (4, 2), (5, 2)], to_play=0)
     fns = eng._fns(rules)
     states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
-    tree, _ = fns.start(eng.variables, jnp.asarray(exact), states,
-                        jnp.zeros((1, rules.num_actions), bool))
+    tree = fns.start(eng.variables, jnp.asarray(exact), jax.random.PRNGKey(0), states,
+                     jnp.ones((1, rules.num_actions), bool), None)
     tree = fns.chunk(eng.variables, jnp.asarray(exact), jax.random.PRNGKey(0), tree,
                      jnp.int32(CAPACITY - 1))
     expanded = set(np.flatnonzero(np.asarray(tree.children_index[0, 0]) >= 0).tolist())
     assert expanded == {at(2, 2), at(6, 2)}
+
+
+@pytest.fixture(scope="module")
+def reusing(eng):
+    """The same model, searching with subtree reuse (room for 256 simulations)."""
+    e = engine.Engine(eng.model, max_simulations=256, chunk=64, reuse=True)
+    assert e.reuse and not eng.reuse and "reuse" in e.describe()
+    return e
+
+
+def crowded_board(empty: int, seed: int = 0) -> np.ndarray:
+    """A 9x9 board full but for ``empty`` points, in a pattern with no line of
+    three (so no five, and few forced moves), black to move: with few moves
+    left, a search's visits pile up deep enough to carry a subtree."""
+    x, y = np.meshgrid(np.arange(SIZE), np.arange(SIZE))
+    board = np.where((x + 2 * y) % 4 < 2, 1, -1).astype(np.int8).reshape(-1)
+    rng = np.random.default_rng(seed)
+    holes = rng.choice(SIZE * SIZE, empty, replace=False)
+    board[holes] = 0
+    # Black moves when the counts are equal: clear surplus stones of one colour.
+    surplus = int((board == 1).sum() - (board == -1).sum())
+    colour = 1 if surplus > 0 else -1
+    extra = rng.choice(np.flatnonzero(board == colour), abs(surplus), replace=False)
+    board[extra] = 0
+    return board
+
+
+def test_reuse_carries_the_subtree_across_the_reply(reusing):
+    """After the engine's move and the opponent's reply, the next search starts
+    from the subtree under both: exactly the visits the tree had there, counted
+    towards the budget. A position that does not follow starts fresh."""
+    rules = reusing.rules()
+    reusing.forget()
+    board = crowded_board(8)
+    assert reusing.check_board(rules, board) == []
+    first = reusing.analyse(rules, engine.make_state(rules, board, 0), simulations=256)
+    assert first.reason == "search" and first.carried == 0 and first.simulations == 256
+    t = jax.tree.map(np.asarray, reusing._last.tree)
+    child = t.children_index[0, 0, first.action]
+    reply = int(np.argmax(t.children_visits[0, child]))
+    expected = int(t.children_visits[0, t.children_index[0, child, reply]].sum())
+    assert expected >= 2, "the reply should have a subtree"
+    board[first.action], board[reply] = 1, -1
+    after = engine.make_state(rules, board, 0, last_action=reply)
+    budget = expected + 10
+    second = reusing.analyse(rules, after, simulations=budget)
+    assert second.carried == expected and second.simulations == 10
+    assert int(second.visits.sum()) == budget
+    # A position that does not follow from the last one: nothing is carried.
+    board[reply], board[first.action] = 0, 0
+    board[np.flatnonzero(board == 0)[:2]] = [-1, 1]
+    assert reusing.analyse(rules, engine.make_state(rules, board, 0),
+                           simulations=16).carried == 0
+
+
+def test_the_engine_plays_the_models_search(eng, tmp_path):
+    """Default budget and algorithm are the model's; a flag overrides them."""
+    model = eng.model._replace(config=eng.model.config.replace(
+        **{"search.algorithm": "gumbel", "search.num_simulations": 12,
+           "search.max_considered_actions": 4}))
+    g = engine.Engine(model)
+    assert g.max_simulations == 12 and g.search_cfg.algorithm == "gumbel"
+    assert "gumbel" in g.describe()
+    rules = g.rules()
+    a = g.analyse(rules, position(rules, [(4, 4), (5, 5)], [(4, 5), (3, 3)]))
+    assert a.simulations == 12 and a.reason == "search" and a.visits.sum() == 12
+    assert engine.Engine(model, algorithm="puct").search_cfg.algorithm == "puct"
+    with pytest.raises(ValueError, match="search.reuse"):
+        engine.Engine(model, reuse=True)  # Gumbel cannot reuse

@@ -283,6 +283,12 @@ def search_config(algorithm: str) -> SearchConfig:
                         qtransform="raw", max_considered_actions=A)
 
 
+def run_search(cfg, gamma, variables, key, states, **kwargs):
+    """``cfg``'s search (``search.Searcher``) from ``states``."""
+    return search.Searcher(rules=RULES, nets=NETS, settings=cfg, gamma=gamma).run(
+        variables, key, states, **kwargs)
+
+
 @pytest.fixture(scope="module")
 def searches():
     """algorithm -> jitted (variables, key, states [BATCH], gamma) -> PolicyOutput."""
@@ -291,7 +297,7 @@ def searches():
         cfg = search_config(algorithm)
 
         def run(variables, key, states, gamma, cfg=cfg):
-            return search.run_search(cfg, RULES, NETS, gamma, variables, key, states)
+            return run_search(cfg, gamma, variables, key, states)
 
         out[algorithm] = jax.jit(run)
     return out
@@ -1032,7 +1038,7 @@ def forced_searches():
         cfg = dataclasses.replace(search_config(algorithm), forced_moves=True)
 
         def run(variables, key, states, gamma, cfg=cfg):
-            return search.run_search(cfg, RULES, NETS, gamma, variables, key, states)
+            return run_search(cfg, gamma, variables, key, states)
 
         out[algorithm] = jax.jit(run)
     return out
@@ -1084,7 +1090,11 @@ def test_temperature_schedules():
 
 
 N_SAMPLES = 20_000
-_select = jax.jit(search.select_move)
+@jax.jit
+def _select(key, visits, legal, tau):
+    """The move rule of ``Searcher.choose``: sampled where tau > 0, else greedy."""
+    greedy = search.greedy(visits, legal, jnp.zeros_like(visits))
+    return jnp.where(tau > 0, search.sample_move(key, visits, legal, tau), greedy)
 
 
 def sample_frequencies(visits, legal, tau, seed=0):
@@ -1095,6 +1105,13 @@ def sample_frequencies(visits, legal, tau, seed=0):
     moves = _select(jax.random.key(seed), visits, legal, tau)
     assert moves.dtype == jnp.int32 and moves.shape == (N_SAMPLES,)
     return np.bincount(np.asarray(moves), minlength=visits.shape[1]) / N_SAMPLES
+
+
+def test_greedy_breaks_ties_by_the_prior():
+    visits = jnp.array([[5.0, 5.0, 1.0, 9.0], [0.0, 0.0, 0.0, 3.0]])
+    legal = jnp.array([[True, True, True, False], [True, True, False, False]])
+    prior = jnp.array([[0.1, 0.6, 0.3, 0.0], [0.2, 0.7, 0.1, 0.0]])
+    assert search.greedy(visits, legal, prior).tolist() == [1, 1]
 
 
 def test_select_move():
@@ -1184,17 +1201,23 @@ def assert_same_tree(got, want):
 
 @pytest.fixture(scope="module")
 def mctx_puct():
-    """The PUCT search of ``searches`` on ``mctx.search`` itself: ``run_search``
-    compiled ahead of time while ``mctx_loop.search_tree`` is ``mctx.search``."""
+    """The PUCT search of ``searches`` on ``mctx.search`` itself: the Searcher's
+    roots, recurrent function, selection and keys, and mctx's loop."""
     cfg = search_config("puct")
 
+    @jax.jit
     def run(variables, key, states, gamma):
-        return search.run_search(cfg, RULES, NETS, gamma, variables, key, states)
+        s = search.Searcher(rules=RULES, nets=NETS, settings=cfg, gamma=gamma)
+        _, grow_key = s.keys(key)
+        root, invalid = s.roots(variables, states)
+        root_selection, interior_selection = s.selection(cfg.num_simulations)
+        tree = mctx.search(variables, grow_key, root=root, recurrent_fn=s.recurrent_fn(),
+                           root_action_selection_fn=root_selection,
+                           interior_action_selection_fn=interior_selection,
+                           num_simulations=cfg.num_simulations, invalid_actions=invalid)
+        return s.result(tree)
 
-    states = stack([state_of(p) for p in EQUIVALENCE_POSITIONS])
-    with unittest.mock.patch.object(search, "search_tree", mctx.search):
-        return jax.jit(run).lower(random_variables(0), jax.random.key(0), states,
-                                  GAMMA).compile()
+    return run
 
 
 @pytest.mark.parametrize("gamma", [GAMMA, 1.0])
@@ -1280,8 +1303,8 @@ def test_bfloat16_search_runs_with_float32_outputs(algorithm):
         outs = {}
         for dtype in ("float32", "bfloat16"):
             c = dataclasses.replace(cfg, dtype=dtype)
-            outs[dtype] = jax.vmap(lambda v, c=c: search.run_search(
-                c, RULES, NETS, GAMMA, v, key, states))(variables)
+            outs[dtype] = jax.vmap(lambda v, c=c: run_search(c, GAMMA, v, key, states))(
+                variables)
         return outs
 
     variables = jax.tree.map(lambda *xs: jnp.stack(xs), random_variables(5), random_variables(6))
@@ -1297,3 +1320,10 @@ def test_bfloat16_search_runs_with_float32_outputs(algorithm):
     assert legal[np.arange(len(positions)), bf16.action].all()
     assert set(bf16.action[:, 2]) <= WIN_BLACK_MOVES and set(bf16.action[:, 3]) <= WIN_WHITE_MOVES
     assert not np.array_equal(bf16.search_tree.node_values, f32.search_tree.node_values)
+
+
+def test_greedy_ties_survive_float32_rounding():
+    """Priors that differ by less than float32's spacing at the visit count."""
+    visits = jnp.full((1, 3), 1.0)
+    prior = jnp.array([[0.0150, 0.0151, 0.0149]])
+    assert search.greedy(visits, jnp.ones((1, 3), bool), prior).tolist() == [1]

@@ -26,6 +26,7 @@ import pytest
 from agz_jax import arena, replay, run
 from agz_jax.config import Config, GameConfig, NetConfig, SearchConfig, SelfPlayConfig
 from agz_jax.gomoku import Rules
+from agz_jax.search import Searcher
 from agz_jax.selfplay import make_continuous, make_selfplay
 
 GOLDEN = Path(__file__).parent / "data" / "unchanged.json"
@@ -45,7 +46,8 @@ def config(algorithm: str, **selfplay) -> Config:
         game=GameConfig(size=SIZE),
         net=NetConfig(filters=8, blocks=1, value_hidden=8, double=True),
         search=SearchConfig(algorithm=algorithm, num_simulations=8, forced_moves=True,
-                            answer_threats=True, max_considered_actions=4),
+                            answer_threats=True,
+                            **({"max_considered_actions": 4} if algorithm == "gumbel" else {})),
         selfplay=SelfPlayConfig(num_games=4, **selfplay),
     )
 
@@ -78,7 +80,7 @@ def arena_players() -> str:
     for algorithm in ("puct", "gumbel"):
         cfg = config(algorithm)
         rules, nets, variables = setup(cfg)
-        a = arena.mcts_player(rules, nets, cfg.search, cfg.decay.gamma, variables, 8)
+        a = arena.mcts_player(Searcher.of(cfg, rules, nets), variables, num_simulations=8)
         b = arena.policy_player(rules, nets, variables)
         result = arena.play_match(rules, a, b, jax.random.PRNGKey(3), 4, opening_plies=2)
         out.append(digest(result))

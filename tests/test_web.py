@@ -406,7 +406,7 @@ def test_describe_an_analysis():
     q = np.where(visits > 0, np.linspace(-0.5, 0.5, a), np.nan)
     board = np.zeros(a, np.int8)
     board[99] = 1
-    an = Analysis(7, 0.25, 0.625, visits / 12, prior, q, 12, 0.01, "search")
+    an = Analysis(7, 0.25, 0.625, visits / 12, prior, q, visits, 8, 4, 0.01, "search")
     got = web.describe(an, board, 1)
     assert got["visits"] == [int(v) for v in visits] and got["best"] == 7
     assert [c["move"] for c in got["candidates"]] == [7, 31, 30, 40]
@@ -414,8 +414,10 @@ def test_describe_an_analysis():
                                     "q": round(q[31], 4), "prior": 0.2}
     assert got["q"][41] is None and got["value"] == 0.25 and got["win_prob"] == 0.625
     assert got["to_play"] == 1 and got["elapsed_ms"] == 10.0
+    assert got["simulations"] == 8 and got["carried"] == 4
     # No search (out of time): the prior is the policy, the value is unknown.
-    an = Analysis(99, 0.0, 0.5, prior / prior.sum(), prior, np.full(a, np.nan), 0, 0.0, "prior")
+    an = Analysis(99, 0.0, 0.5, prior / prior.sum(), prior, np.full(a, np.nan), np.zeros(a), 0,
+                  0, 0.0, "prior")
     got = web.describe(an, board, 0)
     assert got["value"] is None and got["win_prob"] is None and sum(got["visits"]) == 0
     assert [c["move"] for c in got["candidates"][:2]] == [31, 30]  # 99 holds a stone

@@ -15,7 +15,7 @@ from agz_jax.arena import (
 from agz_jax.config import PRESETS, Config, ConfigError, get_preset
 from agz_jax.gomoku import BLACK, WHITE, Rules, State
 from agz_jax.networks import Networks, PolicyValueNet
-from agz_jax.search import run_search, select_move, temperature, winning_value_decay
+from agz_jax.search import Searcher, temperature, winning_value_decay
 from agz_jax.selfplay import Trajectory, decayed_z, make_selfplay, to_examples
 from agz_jax.train import TrainState, init_train_state, make_train_step
 
@@ -25,6 +25,6 @@ __all__ = [
     "BLACK", "WHITE", "Config", "ConfigError", "MatchResult", "Networks", "PRESETS",
     "PolicyValueNet", "Rules", "Score", "State", "TrainState", "Trajectory", "decayed_z",
     "get_preset", "init_train_state", "make_selfplay", "make_train_step", "mcts_player",
-    "play_match", "policy_player", "random_player", "run_search", "score", "select_move",
+    "play_match", "policy_player", "random_player", "Searcher", "score",
     "temperature", "to_examples", "winning_value_decay",
 ]

@@ -20,10 +20,10 @@ import numpy as np
 
 from agz_jax import features
 from agz_jax import openings as opening_sets
-from agz_jax.config import SearchConfig, SelfPlayConfig
+from agz_jax.config import SelfPlayConfig
 from agz_jax.gomoku import Rules, State
 from agz_jax.networks import Networks
-from agz_jax.search import run_search, select_move, temperature
+from agz_jax.search import Searcher, temperature
 
 Player = Callable[[jax.Array, State], jax.Array]
 
@@ -48,28 +48,22 @@ def random_player(rules: Rules) -> Player:
     return act
 
 
-def mcts_player(rules: Rules, nets: Networks, search_cfg: SearchConfig, gamma: float,
-                variables, num_simulations: int,
+def mcts_player(searcher: Searcher, variables, *, num_simulations: int,
                 move_cfg: SelfPlayConfig | None = None, rank=None) -> Player:
-    """Search without root noise; the move by ``move_cfg``'s policy (argmax if None).
+    """Search without root noise; the move by ``move_cfg``'s policy
+    (``Searcher.choose`` with its temperature), or the search's own choice if None.
 
     ``rank`` (an int or int32[], for nets with rank planes) asks the nets to play
     at that strength: the roots get it, so every node of the tree does; None
     keeps the states' own rank.
     """
-    move_cfg = move_cfg or SelfPlayConfig(move_policy="deterministic")
 
     def act(key, states):
         states = states if rank is None else features.with_rank(states, rank)
         k_search, k_move = jax.random.split(key)
-        out = run_search(search_cfg, rules, nets, gamma, variables, k_search, states,
-                         num_simulations=num_simulations, explore=False)
-        legal = jax.vmap(rules.legal_mask)(states)
-        visits = out.search_tree.summary().visit_counts.astype(jnp.float32)
-        if search_cfg.algorithm == "gumbel":
-            visits = out.action_weights
-        tau = temperature(move_cfg, states.num_moves)
-        return select_move(k_move, visits, legal, tau)
+        out = searcher.run(variables, k_search, states, num_simulations=num_simulations)
+        tau = None if move_cfg is None else temperature(move_cfg, states.num_moves)
+        return searcher.choose(k_move, out, states, tau=tau)
 
     return act
 

@@ -471,7 +471,11 @@ class Brain:
 
     def _cmd_about(self, arg: str, t_read: float) -> list[str]:
         self._no_args("ABOUT", arg)
-        return [ABOUT.format(version=self.version)]
+        about = ABOUT.format(version=self.version)
+        describe = getattr(self.engine, "describe", None)
+        if describe is not None:  # the search the engine plays with (model's or overridden)
+            about += f', search="{_one_line(describe())}"'
+        return [about]
 
     # -- thinking --------------------------------------------------------------------------
 
@@ -597,15 +601,21 @@ def main(argv: list[str] | None = None) -> int:
         prog="pbrain-agz", description="agz_jax as a Gomocup/Piskvork brain (stdin/stdout).")
     parser.add_argument("--model", default="default",
                         help="model name (models/<name>), model directory or run directory")
-    parser.add_argument("--sims", type=int, default=1600,
+    parser.add_argument("--sims", type=int, default=None,
                         help="simulations per move at most (the tree's size; time limits may "
-                             "stop the search earlier)")
+                             "stop the search earlier); default: the model's own "
+                             "search.num_simulations")
+    parser.add_argument("--algorithm", choices=("puct", "gumbel"), default=None,
+                        help="search algorithm; default: the model's own search.algorithm")
+    parser.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=None,
+                        help="keep the subtree under the moves played for the next search "
+                             "(PUCT only); default: the model's own search.reuse")
     parser.add_argument("--chunk", type=int, default=16,
                         help="simulations per jitted step between clock checks")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--debug", action="store_true", help="a DEBUG line before each move")
     args = parser.parse_args(argv)
-    if args.sims < 1 or args.chunk < 1:
+    if (args.sims is not None and args.sims < 1) or args.chunk < 1:
         parser.error("--sims and --chunk must be positive")
 
     # The protocol owns the real stdout; anything else printed (by us or a
@@ -615,6 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
 
     from agz_jax import __version__, cache, engine, models
+    from agz_jax.config import ConfigError
 
     cache.enable_compilation_cache()
 
@@ -624,7 +635,12 @@ def main(argv: list[str] | None = None) -> int:
         except models.ModelError as e:
             print(f"pbrain-agz: {e}", file=sys.stderr)
             raise
-        return engine.Engine(model, max_simulations=args.sims, chunk=args.chunk, seed=args.seed)
+        try:
+            return engine.Engine(model, max_simulations=args.sims, chunk=args.chunk,
+                                 seed=args.seed, algorithm=args.algorithm, reuse=args.reuse)
+        except ConfigError as e:
+            print(f"pbrain-agz: {e}", file=sys.stderr)
+            raise
 
     brain = Brain(factory, simulations=args.sims, debug=args.debug, version=__version__)
     try:

@@ -255,7 +255,7 @@ class SearchConfig(Section):
     reuse: bool = setting(False, FLAG)
     """Keep the subtree under the move played (and, in the engine and the web
     board, under the opponent's reply) as the next search's tree
-    (``agz_jax.tree.reuse``). Its visits count towards the next search's
+    (``agz_jax.mctx_loop.reuse``). Its visits count towards the next search's
     budget: a search then runs only the simulations that fill the tree to
     ``num_simulations`` visits at the root. PUCT only (Gumbel's sequential
     halving schedules the root's visits from zero)."""
@@ -291,8 +291,11 @@ class SelfPlayConfig(Section):
     num_games: int = setting(64, integer(1))
     """Games played at once (the vmapped batch)."""
     move_policy: str = setting("semi_stochastic", one_of(MOVE_POLICIES))
-    """'stochastic' (pi ~ N), 'deterministic' (argmax N) or 'semi_stochastic'
-    (tau = tau_base ** (move // 2) until tau < tau_min, then argmax; the paper's)."""
+    """How PUCT self-play and the gating players (either algorithm) pick a move
+    from the search: 'stochastic' (pi ~ N), 'deterministic' (the search's own
+    choice) or 'semi_stochastic' (tau = tau_base ** (move // 2) until tau <
+    tau_min, then the search's choice; the paper's). Gumbel self-play explores
+    by its Gumbel noise and always plays its own choice (``Searcher.choose``)."""
     tau_base: float = setting(0.8, number(0, 1, lo_open=True))
     """semi_stochastic: tau = tau_base ** (move // 2) (the paper: 0.8)."""
     tau_min: float = setting(0.04, number(0, 1, lo_open=True))
@@ -518,9 +521,32 @@ class Config:
 
     def __post_init__(self):
         validate(self, "")
+        self.check_algorithm_options()
         if self.parallel.devices:
             self.check_devices(self.parallel.devices)
         self.opening_set()  # a missing or unfitting file fails here, before compiling
+
+    # Options that only one search algorithm reads: set for the other, they
+    # would be ignored, so they are refused (left at their defaults, they are).
+    PUCT_ONLY = ("search.c_puct", "search.qtransform", "search.dirichlet_fraction",
+                 "search.dirichlet_alpha")
+    GUMBEL_ONLY = ("search.max_considered_actions",)
+
+    def check_algorithm_options(self) -> None:
+        """ConfigError for an option the chosen ``search.algorithm`` does not
+        read (Gumbel explores by its own Gumbel noise and plays its own choice;
+        PUCT considers every move), when it differs from its default."""
+        algorithm = self.search.algorithm
+        unused = self.PUCT_ONLY if algorithm == "gumbel" else self.GUMBEL_ONLY
+        other = "puct" if algorithm == "gumbel" else "gumbel"
+        for name in unused:
+            section, key = name.split(".")
+            value = getattr(getattr(self, section), key)
+            default = getattr(type(getattr(self, section))(), key)
+            require(value == default, name,
+                    f"applies to search.algorithm={other} only, and this config searches with "
+                    f"{algorithm}: leave it at its default ({default!r}) or change the "
+                    "algorithm", value)
 
     def opening_set(self):
         """The opening set int32[K, M] of ``openings.path`` for this board, or None
@@ -692,7 +718,7 @@ PRESETS: dict[str, Config] = {
         gating=GatingConfig(num_games=40, num_simulations=400, threshold=0.55),
         eval=EvalConfig(every=10, num_games=100, num_simulations=400),
     ),
-    # The self-play campaign on the CPU (README, "The campaign"): the shipped
+    # The self-play campaign on the CPU (docs/campaign.md): the shipped
     # model's search and nets, continuous self-play from balanced openings.
     "campaign": Config(
         seed=23,

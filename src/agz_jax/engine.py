@@ -1,10 +1,17 @@
 """An analysis engine: a trained model and a position -> a move, a value and move
 probabilities. The front ends (``agz_jax.brain``, ``agz_jax.web``) share it.
 
-The search is PUCT (the paper's) on the model's nets, with the model's
-``c_puct``, Q transform and Winning Value Decay, whatever algorithm the model was
-trained with: Gumbel's sequential halving plans its root visits for a fixed
-simulation count, which a search that stops when its time is up does not have.
+The search is the model's own (``search.Searcher`` with the model's search
+settings: algorithm, c_puct or Gumbel's considered moves, forced moves, Winning
+Value Decay), with its simulation count as the default budget; ``algorithm``
+and ``reuse`` may be overridden. Gumbel's sequential halving is scheduled for
+the full budget (``max_simulations``), so a Gumbel search cut short by the
+clock has visited its considered moves unevenly; PUCT has no such schedule.
+
+Reuse (``search.reuse``, PUCT): after a search the engine keeps its tree; when
+the next position follows from that root by the engine's move and the
+opponent's reply (or by one move, in analysis), the subtree under them is the
+next search's tree and its visits count towards the budget.
 
 Time: one tree of fixed capacity (``max_simulations``) is built in jitted
 *chunks* of simulations (``mctx_loop.continue_tree``); between chunks the host
@@ -50,7 +57,9 @@ class Analysis(NamedTuple):
     the root visit distribution (the prior where no search ran). prior: float[A],
     the net's move probabilities. q: float[A], each move's backed-up value for
     the side to move (decayed as in the search; NaN where no simulation went).
-    simulations: run. elapsed: seconds.
+    visits: float[A], the root's visit counts (carried ones included).
+    simulations: run by this search. carried: the root's visits carried over from
+    the last search (``search.reuse``). elapsed: seconds.
     reason: 'search', 'win' (a five in one), 'block' (searched among the blocks
     of the opponent's five) or 'prior' (no time to search).
     """
@@ -61,7 +70,9 @@ class Analysis(NamedTuple):
     policy: np.ndarray
     prior: np.ndarray
     q: np.ndarray
+    visits: np.ndarray
     simulations: int
+    carried: int
     elapsed: float
     reason: str
 
@@ -134,11 +145,21 @@ class _EitherRule(Rules):
 class _Compiled:
     """The jitted functions; ``exact`` (bool[]) picks the rule at run time."""
 
-    start: object  # (variables, exact, state[1], invalid[1, A]) -> (tree, prior[A])
+    start: object  # (variables, exact, state[1], allowed[1, A], tree | None) -> tree
     chunk: object  # (variables, exact, key, tree, until) -> tree
-    results: object  # tree -> (visits[A], value, q[A])
+    results: object  # tree -> (visits[A], value, q[A], action, prior[A])
+    carry: object  # (tree, action) -> the subtree under the root's action
     threats: object  # (exact, board[A], stone) -> bool[A]: points that make a five for stone
     wins_on_board: object  # (exact, board[A]) -> bool[A]: stones on a winning line
+
+
+class _Last(NamedTuple):
+    """The last search's tree and root position (for reuse)."""
+
+    tree: object
+    board: np.ndarray
+    to_play: int
+    exact: bool
 
 
 class Engine:
@@ -146,17 +167,30 @@ class Engine:
 
     Args:
       model: from ``agz_jax.models.load``.
-      max_simulations: the tree's capacity; a search never runs more.
+      max_simulations: the tree's capacity; a search never runs more. Default:
+        the model's own ``search.num_simulations``.
       chunk: simulations per jitted call (the clock is read between chunks).
-      seed: PUCT's tie-break noise; the same seed and inputs give the same moves.
+      seed: the searches' random stream; the same seed and inputs give the same moves.
       rank: for a model with rank planes (``features.ranks``), the strength to
         play at; None keeps each position's own ``State.rank``. May be changed
         between moves (``engine.rank = 3``): it is an input, not a compile-time
         constant.
+      algorithm, reuse: override the model's ``search.algorithm`` and
+        ``search.reuse`` (None keeps the model's). Everything else about the
+        search (c_puct, forced moves, gamma, ...) is the model's own.
     """
 
-    def __init__(self, model: Model, *, max_simulations: int = 1600,
-                 chunk: int = DEFAULT_CHUNK, seed: int = 0, rank: int | None = None):
+    def __init__(self, model: Model, *, max_simulations: int | None = None,
+                 chunk: int = DEFAULT_CHUNK, seed: int = 0, rank: int | None = None,
+                 algorithm: str | None = None, reuse: bool | None = None):
+        settings = model.config.search
+        overrides = {k: v for k, v in (("algorithm", algorithm), ("reuse", reuse))
+                     if v is not None}
+        if overrides.get("algorithm") == "gumbel" and "reuse" not in overrides:
+            overrides["reuse"] = False
+        self.search_cfg = dataclasses.replace(settings, **overrides)  # ConfigError if bad
+        if max_simulations is None:
+            max_simulations = self.search_cfg.num_simulations
         if not isinstance(max_simulations, int) or max_simulations < 1:
             raise ValueError(f"max_simulations must be a positive integer, got {max_simulations!r}")
         if not isinstance(chunk, int) or chunk < 1:
@@ -171,9 +205,19 @@ class Engine:
         self._calls = 0
         self._compiled: _Compiled | None = None
         self._lock = threading.Lock()
-        self.search_cfg = model.config.search
+        self._last: _Last | None = None
         self.gamma = float(model.config.decay.gamma)
         self.variables = jax.device_put(model.variables)
+
+    @property
+    def reuse(self) -> bool:
+        return self.search_cfg.reuse
+
+    def describe(self) -> str:
+        """The search in a few words (for ``ABOUT`` and the web page)."""
+        s = self.search_cfg
+        return (f"{s.algorithm} search, up to {self.max_simulations} simulations a move"
+                f"{', subtree reuse' if s.reuse else ''}")
 
     # -- compilation -----------------------------------------------------------------------
 
@@ -191,39 +235,35 @@ class Engine:
             return self._compiled
 
     def _build(self) -> _Compiled:
-        nets, cfg, size = self.model.nets, self.search_cfg, self.size
-        qtransform = (search.raw_qvalues if cfg.qtransform == "raw"
-                      else mctx.qtransform_by_parent_and_siblings)
-        select = functools.partial(search.puct_action_selection, c_puct=cfg.c_puct,
-                                   qtransform=qtransform)
+        nets, settings, size, gamma = self.model.nets, self.search_cfg, self.size, self.gamma
         capacity = self.max_simulations
 
+        def searcher(exact):
+            return search.Searcher(rules=_EitherRule(size, exact=exact), nets=nets,
+                                   settings=settings, gamma=gamma)
+
         @jax.jit
-        def start(variables, exact, states, invalid):
-            root = search.make_root_fn(_EitherRule(size, exact=exact), nets,
-                                      cfg.forced_moves, cfg.answer_threats,
-                                      cfg.answer_four_threes)(variables, states)
-            root = root.replace(prior_logits=search.mask_logits(root.prior_logits, ~invalid))
-            tree = mctx_loop.start_tree(root, capacity, invalid)
-            return tree, jax.nn.softmax(root.prior_logits[0])
+        def start(variables, exact, key, states, allowed, tree):
+            return searcher(exact).begin(variables, key, states, capacity=capacity,
+                                         allowed=allowed, tree=tree)
 
         @functools.partial(jax.jit, donate_argnums=(3,))
         def chunk(variables, exact, key, tree, until):
-            recurrent_fn = search.make_recurrent_fn(_EitherRule(size, exact=exact), nets,
-                                                    self.gamma, cfg.forced_moves,
-                                                    cfg.answer_threats,
-                                                    cfg.answer_four_threes,
-                                                    threat_values=cfg.threat_values)
-            return mctx_loop.continue_tree(
-                variables, key, tree, recurrent_fn=recurrent_fn,
-                root_action_selection_fn=functools.partial(select, depth=0),
-                interior_action_selection_fn=select, until=until)
+            return searcher(exact).grow(variables, key, tree, until=until,
+                                        num_simulations=capacity)
 
         @jax.jit
         def results(tree):
+            out = searcher(False).result(tree)
             root = mctx.Tree.ROOT_INDEX
             q = tree.qvalues(jnp.full((1,), root, jnp.int32))[0]
-            return tree.children_visits[0, root], tree.node_values[0, root], q
+            prior = jax.nn.softmax(tree.children_prior_logits[0, root])
+            return (tree.children_visits[0, root], tree.node_values[0, root], q,
+                    out.action[0], prior)
+
+        @jax.jit
+        def carry(tree, action):
+            return mctx_loop.reuse(tree, jnp.reshape(action, (1,)))
 
         @jax.jit
         def threats(exact, board, me):
@@ -234,24 +274,35 @@ class Engine:
             rules = _EitherRule(size, exact=exact)
             return jax.vmap(lambda a: rules.is_win(board, a))(jnp.arange(rules.num_actions))
 
-        return _Compiled(start, chunk, results, threats, wins_on_board)
+        return _Compiled(start, chunk, results, carry, threats, wins_on_board)
 
     def warmup(self, rules: Rules | None = None) -> float:
         """Compile everything a move needs (under either rule); the seconds it took.
 
         Runs the jitted functions once on the empty board without touching the
-        engine's RNG stream, so warming up does not change the moves that follow.
+        engine's RNG stream or its carried tree, so warming up does not change
+        the moves that follow.
         """
         rules = rules or self.rules()
         t0 = time.perf_counter()
-        calls = self._calls
+        calls, last = self._calls, self._last
         empty = np.zeros(rules.num_actions, np.int8)
         self.check_board(rules, empty)
-        self.analyse(rules, make_state(rules, empty, 0),
-                     simulations=min(2 * self.chunk, self.max_simulations),
-                     deadline=time.perf_counter() + 3600.0)
-        self._calls = calls
+        state = make_state(rules, empty, 0)
+        sims = min(2 * self.chunk, self.max_simulations)
+        first = self.analyse(rules, state, simulations=sims,
+                             deadline=time.perf_counter() + 3600.0)
+        if self.reuse:  # the carried-tree path compiles too
+            self._last = None
+            self.analyse(rules, state, simulations=sims, deadline=time.perf_counter() + 3600.0)
+            self.analyse(rules, _after(rules, state, [first.action]), simulations=sims,
+                         deadline=time.perf_counter() + 3600.0)
+        self._calls, self._last = calls, last
         return time.perf_counter() - t0
+
+    def forget(self) -> None:
+        """Drop the carried tree (a new game, a take-back): the next search starts fresh."""
+        self._last = None
 
     # -- positions -------------------------------------------------------------------------
 
@@ -269,6 +320,26 @@ class Engine:
 
     # -- search ----------------------------------------------------------------------------
 
+    def _carried(self, rules: Rules, state: State, fns: _Compiled):
+        """The last search's subtree at ``state``, if ``state`` follows from the
+        last root by one or two moves (ours, then the opponent's reply) that the
+        tree holds; else None."""
+        last = self._last
+        if last is None or last.exact != (rules.rule == "standard"):
+            return None
+        moves = _moves_between(last.board, last.to_play, np.asarray(state.board),
+                               int(state.to_play))
+        if moves is None:
+            return None
+        tree = last.tree
+        for move in moves:
+            tree = fns.carry(tree, jnp.int32(move))
+        if int(mctx_loop.node_count(tree)[0]) == 0:
+            return None
+        if not np.array_equal(np.asarray(tree.embeddings.board[0, 0]), np.asarray(state.board)):
+            return None  # the same stones by another order: not this tree's position
+        return tree
+
     def analyse(self, rules: Rules, state: State, *, simulations: int | None = None,
                 deadline: float | None = None) -> Analysis:
         """Choose a move for ``state``'s side to move.
@@ -276,7 +347,8 @@ class Engine:
         Args:
           rules: the game's rules (the model's size; the game's rule).
           state: an unfinished position with at least one empty point.
-          simulations: at most this many (default and cap: ``max_simulations``).
+          simulations: at most this many (default and cap: ``max_simulations``);
+            with reuse, the visits carried over from the last search count.
           deadline: ``time.perf_counter()`` value to finish by; None for no limit.
             At least one chunk runs unless the deadline has passed already.
         """
@@ -299,51 +371,81 @@ class Engine:
         if self.rank is not None:
             states = features.with_rank(states, self.rank)
         exact = _exact(rules)
-        tree, prior = fns.start(self.variables, exact, states, jnp.asarray(~allowed)[None])
+        key = jax.random.fold_in(self._key, self._calls)
+        carried = self._carried(rules, state, fns) if self.reuse else None
+        tree = fns.start(self.variables, exact, key, states, jnp.asarray(allowed)[None], carried)
+        visits, value, q, action, prior = fns.results(tree)
         prior = np.asarray(prior, np.float64)
+        kept = int(np.asarray(visits).sum())
 
         if wins.any():
             action = int(np.argmax(np.where(wins, prior + 1.0, -1.0)))
-            q = np.where(wins, 1.0, np.nan)
-            return Analysis(action, 1.0, 1.0, wins / wins.sum(), prior, q, 0,
+            self._last = None
+            return Analysis(action, 1.0, 1.0, wins / wins.sum(), prior,
+                            np.where(wins, 1.0, np.nan), np.zeros(self.num_actions), 0, 0,
                             time.perf_counter() - t0, "win")
 
-        done, last = 0, 0.0
-        key = jax.random.fold_in(self._key, self._calls)
+        done, last = kept, 0.0
         self._calls += 1
         while done < budget:
             now = time.perf_counter()
             # The next chunk is predicted to cost what the last one did, with a
             # margin for noise; the first chunk also pays dispatch.
-            if deadline is not None and (now >= deadline or (done and now + 1.5 * last > deadline)):
+            if deadline is not None and (now >= deadline or (done > kept and
+                                                             now + 1.5 * last > deadline)):
                 break
             stop = min(done + self.chunk, budget)
-            tree = fns.chunk(self.variables, exact, jax.random.fold_in(key, done), tree,
+            tree = fns.chunk(self.variables, exact, jax.random.fold_in(key, done + 1), tree,
                              jnp.int32(stop))
-            visits, value, q = fns.results(tree)
-            visits = np.asarray(visits, np.float64)  # waits for the chunk
+            visits, value, q, action, _ = fns.results(tree)
+            visits = np.asarray(visits)  # waits for the chunk
             last = time.perf_counter() - now
             done = stop
+        visits = np.where(allowed, np.asarray(visits, np.float64), 0.0)
 
-        if done == 0:
+        if visits.sum() == 0:
             policy = np.where(allowed, prior, 0.0)
             policy = policy / policy.sum() if policy.sum() > 0 else allowed / allowed.sum()
             action = int(np.argmax(np.where(allowed, prior + 1e-12, -1.0)))
-            value = 0.0
+            value, reason = 0.0, "prior"
             q = np.full(self.num_actions, np.nan)
-            reason = "prior"
+            self._last = None
         else:
-            visits = np.where(allowed, visits, 0.0)
-            # Ties (few simulations) go to the higher prior.
-            action = int(np.argmax(np.where(allowed, visits + 1e-3 * prior, -1.0)))
-            policy = visits / max(visits.sum(), 1.0)
+            action = int(action)  # the search's own choice (Searcher.result)
+            policy = visits / visits.sum()
             value = float(value)
             q = np.where(visits > 0, np.asarray(q, np.float64), np.nan)
             reason = "block" if allowed is blocks else "search"
+            if self.reuse:
+                self._last = _Last(tree, board.copy(), to_play, rules.rule == "standard")
         if not legal[action]:  # the guards above make this unreachable
             raise AssertionError(f"engine chose an occupied point {action}")
-        return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, q, done,
-                        time.perf_counter() - t0, reason)
+        return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, q, visits,
+                        done - kept, kept, time.perf_counter() - t0, reason)
+
+
+def _after(rules: Rules, state: State, moves: list[int]) -> State:
+    for move in moves:
+        state = rules.step(state, jnp.int32(move))
+    return state
+
+
+def _moves_between(board, to_play: int, new_board, new_to_play: int) -> list[int] | None:
+    """The moves (one, or ours then the opponent's) that lead from ``board`` with
+    ``to_play`` to move to ``new_board``, or None if no such sequence does."""
+    before, after = np.asarray(board), np.asarray(new_board)
+    if np.any((before != 0) & (after != before)):
+        return None
+    added = np.flatnonzero(after != before)
+    colour = lambda p: 0 if after[p] == 1 else 1  # noqa: E731  (+1 black, -1 white)
+    if len(added) == 1 and colour(added[0]) == to_play and new_to_play == 1 - to_play:
+        return [int(added[0])]
+    if len(added) == 2 and new_to_play == to_play:
+        mine = [int(p) for p in added if colour(p) == to_play]
+        theirs = [int(p) for p in added if colour(p) != to_play]
+        if len(mine) == 1 and len(theirs) == 1:
+            return [mine[0], theirs[0]]
+    return None
 
 
 def _exact(rules: Rules) -> jax.Array:

@@ -316,6 +316,51 @@ def with_root(tree: mctx.Tree, root: mctx.RootFnOutput, invalid_actions: jax.Arr
         root_invalid_actions=jnp.asarray(invalid_actions, tree.root_invalid_actions.dtype))
 
 
+def gumbel_selection(num_simulations: int, max_num_considered_actions: int,
+                     qtransform=mctx_qtransforms.qtransform_completed_by_mix_value):
+    """Gumbel MuZero's (root, interior) action selection functions: sequential
+    halving at the root, scheduled for ``num_simulations``."""
+    root = functools.partial(mctx_selection.gumbel_muzero_root_action_selection,
+                             num_simulations=num_simulations,
+                             max_num_considered_actions=max_num_considered_actions,
+                             qtransform=qtransform)
+    interior = functools.partial(mctx_selection.gumbel_muzero_interior_action_selection,
+                                 qtransform=qtransform)
+    return root, interior
+
+
+def gumbel_tree(root: mctx.RootFnOutput, capacity: int, invalid_actions: jax.Array,
+                gumbel_key: jax.Array, gumbel_scale: float = 1.0) -> mctx.Tree:
+    """A tree holding ``root`` (its prior masked by ``invalid_actions``) and the
+    root's Gumbel noise, drawn from ``gumbel_key`` and scaled by ``gumbel_scale``
+    (0: no noise)."""
+    chex.assert_equal_shape([root.prior_logits, invalid_actions])
+    root = root.replace(prior_logits=mask_logits(root.prior_logits, ~invalid_actions))
+    gumbel = gumbel_scale * jax.random.gumbel(
+        gumbel_key, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
+    return start_tree(root, capacity, invalid_actions,
+                      mctx_selection.GumbelMuZeroExtraData(root_gumbel=gumbel))
+
+
+def gumbel_result(tree: mctx.Tree,
+                  qtransform=mctx_qtransforms.qtransform_completed_by_mix_value):
+    """(action int32[B], action_weights float32[B, A]) of a Gumbel search's tree:
+    among the most visited considered actions, the best "Gumbel + logits +
+    completed Q"; and the improved policy softmax(logits + completed Q)."""
+    invalid_actions = tree.root_invalid_actions
+    prior_logits = tree.children_prior_logits[:, mctx.Tree.ROOT_INDEX]
+    gumbel = tree.extra_data.root_gumbel
+    summary = tree.summary()
+    considered_visit = jnp.max(summary.visit_counts, axis=-1, keepdims=True)
+    completed_qvalues = jax.vmap(qtransform, in_axes=[0, None])(tree, tree.ROOT_INDEX)
+    to_argmax = mctx_seq_halving.score_considered(
+        considered_visit, gumbel, prior_logits, completed_qvalues, summary.visit_counts)
+    action = mctx_selection.masked_argmax(to_argmax, invalid_actions)
+    action_weights = jax.nn.softmax(
+        mask_logits(prior_logits + completed_qvalues, ~invalid_actions.astype(bool)))
+    return action, action_weights
+
+
 def gumbel_policy(
     params,
     rng_key: jax.Array,
@@ -329,33 +374,15 @@ def gumbel_policy(
     gumbel_scale: float = 1.0,
 ) -> mctx.PolicyOutput:
     """``mctx.gumbel_muzero_policy`` (no ``max_depth``) on ``search_tree``: the
-    same action, action weights and tree (tested)."""
-    chex.assert_equal_shape([root.prior_logits, invalid_actions])
-    root = root.replace(prior_logits=mask_logits(root.prior_logits, ~invalid_actions))
+    same action, action weights and tree (tested). It is ``gumbel_tree``, then
+    ``continue_tree`` with ``gumbel_selection``, then ``gumbel_result``."""
     rng_key, gumbel_rng = jax.random.split(rng_key)
-    gumbel = gumbel_scale * jax.random.gumbel(
-        gumbel_rng, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
-    tree = search_tree(
-        params, rng_key,
-        root=root,
-        recurrent_fn=recurrent_fn,
-        root_action_selection_fn=functools.partial(
-            mctx_selection.gumbel_muzero_root_action_selection,
-            num_simulations=num_simulations,
-            max_num_considered_actions=max_num_considered_actions,
-            qtransform=qtransform),
-        interior_action_selection_fn=functools.partial(
-            mctx_selection.gumbel_muzero_interior_action_selection, qtransform=qtransform),
-        num_simulations=num_simulations,
-        invalid_actions=invalid_actions,
-        extra_data=mctx_selection.GumbelMuZeroExtraData(root_gumbel=gumbel))
-    summary = tree.summary()
-    # The most visited actions' best "gumbel + logits + completed q" is played.
-    considered_visit = jnp.max(summary.visit_counts, axis=-1, keepdims=True)
-    completed_qvalues = jax.vmap(qtransform, in_axes=[0, None])(tree, tree.ROOT_INDEX)
-    to_argmax = mctx_seq_halving.score_considered(
-        considered_visit, gumbel, root.prior_logits, completed_qvalues, summary.visit_counts)
-    action = mctx_selection.masked_argmax(to_argmax, invalid_actions)
-    action_weights = jax.nn.softmax(
-        mask_logits(root.prior_logits + completed_qvalues, ~invalid_actions))
+    tree = gumbel_tree(root, num_simulations, invalid_actions, gumbel_rng, gumbel_scale)
+    root_selection, interior_selection = gumbel_selection(
+        num_simulations, max_num_considered_actions, qtransform)
+    tree = continue_tree(params, rng_key, tree, recurrent_fn=recurrent_fn,
+                         root_action_selection_fn=root_selection,
+                         interior_action_selection_fn=interior_selection,
+                         until=num_simulations)
+    action, action_weights = gumbel_result(tree, qtransform)
     return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=tree)

@@ -36,6 +36,7 @@ from agz_jax import arena, parallel, replay
 from agz_jax.config import Config
 from agz_jax.gomoku import Rules
 from agz_jax.networks import Networks, make_networks
+from agz_jax.search import Searcher
 from agz_jax.selfplay import make_continuous, make_selfplay, to_examples
 from agz_jax.train import TrainState, init_train_state, make_train_step
 
@@ -76,6 +77,7 @@ def build(config: Config) -> Components:
     rules = Rules(config.game.size, config.game.rule)
     nets = make_networks(config)
     gamma = config.decay.gamma
+    searcher = Searcher.of(config, rules, nets)
     sharder = parallel.Sharder(parallel.make_mesh(config))
     openings = config.opening_set()
     if config.selfplay.continuous:
@@ -98,8 +100,8 @@ def build(config: Config) -> Components:
 
     def gate_players(variables):
         """(candidate, best) players of the gating match, for ``variables`` = both nets."""
-        return tuple(arena.mcts_player(rules, nets, config.search, gamma, v, g.num_simulations,
-                                       config.selfplay) for v in variables)
+        return tuple(arena.mcts_player(searcher, v, num_simulations=g.num_simulations,
+                                       move_cfg=config.selfplay) for v in variables)
 
     def gate(candidate, best, key):
         return arena.play_match(rules, *gate_players((candidate, best)), key, g.num_games,
@@ -115,7 +117,7 @@ def build(config: Config) -> Components:
         e = config.eval
         k_search, k_raw = jax.random.split(key)
         rnd = arena.random_player(rules)
-        a = arena.mcts_player(rules, nets, config.search, gamma, best, e.num_simulations)
+        a = arena.mcts_player(searcher, best, num_simulations=e.num_simulations)
         raw = arena.policy_player(rules, nets, best)
         return (arena.play_match(rules, a, rnd, k_search, e.num_games, openings=openings),
                 arena.play_match(rules, raw, rnd, k_raw, e.num_games, openings=openings))
@@ -220,7 +222,9 @@ def selfplay_metrics(config: Config, stats: dict, seconds: float) -> dict:
             "time/selfplay_s": seconds,
             "speed/games_per_s": float(stats["games"]) / seconds,
             "speed/moves_per_s": moves / seconds,
-            "speed/sims_per_s": moves * config.search.num_simulations / seconds}
+            # New simulations only: a search from a reused subtree runs fewer.
+            "speed/sims_per_s": moves * (config.search.num_simulations
+                                         - float(stats.get("reused_visits", 0.0))) / seconds}
 
 
 def train_metrics(first: dict, last: dict) -> dict:

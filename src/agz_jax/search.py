@@ -33,6 +33,7 @@ stones are ``agz_jax.tactics``.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import chex
@@ -40,9 +41,18 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from agz_jax.config import SearchConfig, SelfPlayConfig
+from agz_jax.config import Config, SearchConfig, SelfPlayConfig
 from agz_jax.gomoku import Rules, State, stone
-from agz_jax.mctx_loop import gumbel_policy, mask_logits, search_tree
+from agz_jax.mctx_loop import (
+    continue_tree,
+    gumbel_result,
+    gumbel_selection,
+    gumbel_tree,
+    mask_logits,
+    reuse,
+    start_tree,
+    with_root,
+)
 from agz_jax.networks import Networks, cast_params
 from agz_jax.tactics import search_moves, threat_value
 
@@ -177,75 +187,190 @@ def add_dirichlet_noise(key: jax.Array, prior_logits: jax.Array, legal: jax.Arra
 
 
 
-def run_search(
-    cfg: SearchConfig,
-    rules: Rules,
-    nets: Networks,
-    gamma: float,
-    variables,
-    key: jax.Array,
-    states: State,
-    *,
-    num_simulations: int | None = None,
-    explore: bool = False,
-) -> mctx.PolicyOutput:
-    """Search from a batch of positions ``[B]``.
+@dataclass(frozen=True)
+class Searcher:
+    """The one way to search and to choose a move: self-play, the arena, the
+    engine and the tools all go through it.
 
-    Returns mctx's ``PolicyOutput``: ``action_weights`` float32[B, A] is the
-    training target (visit distribution for PUCT, the improved policy for
-    Gumbel) and ``search_tree`` the tree. ``explore`` adds root Dirichlet noise
-    (PUCT) or Gumbel noise (Gumbel), as in self-play. The nets compute in
-    ``cfg.dtype``; the tree and the outputs are float32 either way.
+    It holds what a search needs besides the weights: the rules, the nets, the
+    search settings and Winning Value Decay's ``gamma``. ``run`` searches a
+    batch of positions at once; ``begin``, ``grow`` and ``result`` are the same
+    search in steps (the engine grows its tree in chunks until its time is up);
+    ``choose`` picks the move from a search's output. With ``settings.reuse``
+    a search can start from the subtree carried over from the last move
+    (``carry``, then ``run(..., tree=...)``).
     """
-    n_sims = cfg.num_simulations if num_simulations is None else num_simulations
-    forced = (cfg.forced_moves, cfg.answer_threats, cfg.answer_four_threes)
-    if cfg.dtype != "float32":
-        # Cast once here: the recurrent function's own cast is then a no-op
-        # inside the simulation loop.
-        variables = cast_params(variables, cfg.dtype)
-    legal = search_moves(rules, states, *forced)
-    root = make_root_fn(rules, nets, *forced, dtype=cfg.dtype)(variables, states, legal)
-    recurrent_fn = make_recurrent_fn(rules, nets, gamma, *forced,
-                                     threat_values=cfg.threat_values, dtype=cfg.dtype)
-    # Finished roots search anyway (their result is ignored) with every action
-    # "valid" so that nothing divides by zero.
-    invalid = ~legal & jnp.any(legal, axis=-1, keepdims=True)
-    chex.assert_equal_shape([root.prior_logits, invalid])
 
-    if cfg.algorithm == "gumbel":
-        return gumbel_policy(
-            params=variables,
-            rng_key=key,
-            root=root,
-            recurrent_fn=recurrent_fn,
-            num_simulations=n_sims,
-            invalid_actions=invalid,
-            max_num_considered_actions=cfg.max_considered_actions,
-            gumbel_scale=1.0 if explore else 0.0,
-        )
+    rules: Rules
+    nets: Networks
+    settings: SearchConfig
+    gamma: float
 
-    noise_key, search_key = jax.random.split(key)
-    if explore and cfg.dirichlet_fraction > 0:
-        root = root.replace(prior_logits=add_dirichlet_noise(
-            noise_key, root.prior_logits, ~invalid, cfg.dirichlet_fraction,
-            cfg.dirichlet_alpha))
+    @classmethod
+    def of(cls, config: Config, rules: Rules, nets: Networks) -> Searcher:
+        """The searcher of a run or model config: its search settings and its gamma."""
+        return cls(rules=rules, nets=nets, settings=config.search, gamma=config.decay.gamma)
 
-    qtransform = raw_qvalues if cfg.qtransform == "raw" else mctx.qtransform_by_parent_and_siblings
-    select = functools.partial(puct_action_selection, c_puct=cfg.c_puct, qtransform=qtransform)
-    tree = search_tree(
-        params=variables,
-        rng_key=search_key,
-        root=root,
-        recurrent_fn=recurrent_fn,
-        root_action_selection_fn=functools.partial(select, depth=0),
-        interior_action_selection_fn=select,
-        num_simulations=n_sims,
-        invalid_actions=invalid,
-    )
-    visits = tree.summary().visit_counts.astype(jnp.float32)
-    weights = visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0)
-    return mctx.PolicyOutput(action=jnp.argmax(visits, -1).astype(jnp.int32),
-                             action_weights=weights, search_tree=tree)
+    @property
+    def forced(self) -> tuple[bool, bool, bool]:
+        s = self.settings
+        return s.forced_moves, s.answer_threats, s.answer_four_threes
+
+    def cast(self, variables):
+        """The variables in the search's dtype (a no-op for float32)."""
+        dtype = self.settings.dtype
+        return variables if dtype == "float32" else cast_params(variables, dtype)
+
+    def roots(self, variables, states: State) -> tuple[mctx.RootFnOutput, jax.Array]:
+        """The roots, evaluated and masked to ``search_moves``, and their invalid
+        actions bool[B, A]. A finished root (no legal move) searches anyway, its
+        result ignored, with every action "valid" so that nothing divides by zero."""
+        legal = search_moves(self.rules, states, *self.forced)
+        root = make_root_fn(self.rules, self.nets, *self.forced, dtype=self.settings.dtype)(
+            self.cast(variables), states, legal)
+        invalid = ~legal & jnp.any(legal, axis=-1, keepdims=True)
+        chex.assert_equal_shape([root.prior_logits, invalid])
+        return root, invalid
+
+    def recurrent_fn(self):
+        s = self.settings
+        return make_recurrent_fn(self.rules, self.nets, self.gamma, *self.forced,
+                                 threat_values=s.threat_values, dtype=s.dtype)
+
+    def selection(self, num_simulations: int):
+        """(root, interior) action selection functions."""
+        s = self.settings
+        if s.algorithm == "gumbel":
+            return gumbel_selection(num_simulations, s.max_considered_actions)
+        qtransform = (raw_qvalues if s.qtransform == "raw"
+                      else mctx.qtransform_by_parent_and_siblings)
+        select = functools.partial(puct_action_selection, c_puct=s.c_puct, qtransform=qtransform)
+        return functools.partial(select, depth=0), select
+
+    def keys(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(begin's key, grow's key) from one search key, split in the order of
+        mctx's own policies (so that ``run`` gives their trees, tested)."""
+        first, second = jax.random.split(key)
+        return (second, first) if self.settings.algorithm == "gumbel" else (first, second)
+
+    def begin(self, variables, key: jax.Array, states: State, *, capacity: int,
+              explore: bool = False, tree: mctx.Tree | None = None,
+              allowed: jax.Array | None = None) -> mctx.Tree:
+        """A tree of room ``capacity`` simulations, rooted at ``states``.
+
+        explore: root noise as in self-play (Dirichlet for PUCT, Gumbel for
+          Gumbel), drawn from ``key``.
+        tree: a carried tree (``carry``): its rows that hold a subtree keep it,
+          under the fresh roots' prior (so the noise is drawn anew); the others
+          start from the fresh root.
+        allowed: bool[B, A], a further restriction of the roots' moves (the
+          engine's guard), or None.
+        """
+        s = self.settings
+        if tree is not None and not s.reuse:
+            raise ValueError("a carried tree needs search.reuse (PUCT only)")
+        root, invalid = self.roots(variables, states)
+        if allowed is not None:
+            invalid = invalid | ~allowed
+            root = root.replace(prior_logits=mask_logits(root.prior_logits, ~invalid))
+        if s.algorithm == "gumbel":
+            return gumbel_tree(root, capacity, invalid, key, 1.0 if explore else 0.0)
+        if explore and s.dirichlet_fraction > 0:
+            root = root.replace(prior_logits=add_dirichlet_noise(
+                key, root.prior_logits, ~invalid, s.dirichlet_fraction, s.dirichlet_alpha))
+        if tree is not None:
+            return with_root(tree, root, invalid)
+        return start_tree(root, capacity, invalid)
+
+    def grow(self, variables, key: jax.Array, tree: mctx.Tree, *, until,
+             num_simulations: int | None = None) -> mctx.Tree:
+        """Simulate until each root has ``until`` simulations (``continue_tree``).
+        ``num_simulations``: the whole search's budget, which Gumbel's
+        sequential halving is scheduled for (default: the tree's capacity)."""
+        capacity = tree.node_visits.shape[1] - 1
+        root_selection, interior_selection = self.selection(num_simulations or capacity)
+        return continue_tree(self.cast(variables), key, tree,
+                             recurrent_fn=self.recurrent_fn(),
+                             root_action_selection_fn=root_selection,
+                             interior_action_selection_fn=interior_selection, until=until)
+
+    def result(self, tree: mctx.Tree) -> mctx.PolicyOutput:
+        """The search's output: ``action_weights`` float32[B, A] is the training
+        target (PUCT: the root's visit distribution; Gumbel: the improved
+        policy) and ``action`` the search's own choice (PUCT: the most visited
+        move, ties to the higher prior; Gumbel: its sequential-halving winner)."""
+        if self.settings.algorithm == "gumbel":
+            action, weights = gumbel_result(tree)
+        else:
+            visits = tree.summary().visit_counts.astype(jnp.float32)
+            weights = visits / jnp.maximum(visits.sum(-1, keepdims=True), 1.0)
+            action = greedy(visits, ~tree.root_invalid_actions.astype(bool),
+                            jax.nn.softmax(tree.children_prior_logits[:, mctx.Tree.ROOT_INDEX]))
+        return mctx.PolicyOutput(action=action.astype(jnp.int32), action_weights=weights,
+                                 search_tree=tree)
+
+    def run(self, variables, key: jax.Array, states: State, *,
+            num_simulations: int | None = None, explore: bool = False,
+            tree: mctx.Tree | None = None) -> mctx.PolicyOutput:
+        """Search from a batch of positions ``[B]`` (``begin``, ``grow``, ``result``).
+
+        ``num_simulations`` defaults to the settings'. With a carried ``tree``
+        its visits count towards it: each root ends with ``num_simulations``
+        simulations, the carried ones included. The nets compute in
+        ``settings.dtype``; the tree and the outputs are float32 either way.
+        """
+        n = self.settings.num_simulations if num_simulations is None else num_simulations
+        begin_key, grow_key = self.keys(key)
+        if tree is not None and tree.node_visits.shape[1] != n + 1:
+            raise ValueError(f"the carried tree has room for {tree.node_visits.shape[1] - 1} "
+                             f"simulations, not {n}")
+        tree = self.begin(variables, begin_key, states, capacity=n, explore=explore, tree=tree)
+        return self.result(self.grow(variables, grow_key, tree, until=n, num_simulations=n))
+
+    def choose(self, key: jax.Array, out: mctx.PolicyOutput, states: State, *,
+               tau: jax.Array | None = None) -> jax.Array:
+        """The move int32[B] to play after a search.
+
+        Where ``tau`` float32[B] (``temperature``) is > 0, the move is drawn with
+        probability proportional to w^(1/tau), w the search's distribution
+        (PUCT: the root's visits; Gumbel: the improved policy); where it is 0,
+        or with ``tau`` None, the search's own choice (``result``) is played.
+        Self-play passes ``tau`` for PUCT only: Gumbel explores by the Gumbel
+        noise of ``explore`` and plays its own choice.
+        """
+        if tau is None:
+            return out.action
+        legal = jax.vmap(self.rules.legal_mask)(states)
+        if self.settings.algorithm == "gumbel":
+            weights = out.action_weights
+        else:
+            weights = out.search_tree.summary().visit_counts.astype(jnp.float32)
+        return jnp.where(tau > 0, sample_move(key, weights, legal, tau), out.action)
+
+    def carry(self, out: mctx.PolicyOutput, action: jax.Array,
+              restart: jax.Array | None = None) -> mctx.Tree:
+        """The tree for the next search after ``action`` int32[B] is played: the
+        subtree under it (``mctx_loop.reuse``), emptied where ``restart``
+        bool[B] (a new game begins there)."""
+        tree = reuse(out.search_tree, action)
+        if restart is not None:
+            tree = jax.tree.map(
+                lambda x: jnp.where(restart.reshape((-1,) + (1,) * (x.ndim - 1)),
+                                    jnp.zeros_like(x), x), tree)
+            tree = tree.replace(
+                parents=jnp.where(restart[:, None], mctx.Tree.NO_PARENT, tree.parents),
+                action_from_parent=jnp.where(restart[:, None], mctx.Tree.NO_PARENT,
+                                             tree.action_from_parent),
+                children_index=jnp.where(restart[:, None, None], mctx.Tree.UNVISITED,
+                                         tree.children_index))
+        return tree
+
+    def empty_tree(self, variables, states: State) -> mctx.Tree:
+        """A carried tree with nothing in it (every row starts fresh)."""
+        tree = self.begin(variables, jax.random.PRNGKey(0), states,
+                          capacity=self.settings.num_simulations)
+        return self.carry(self.result(tree), jnp.zeros(tree.node_visits.shape[0], jnp.int32),
+                          restart=jnp.ones(tree.node_visits.shape[0], bool))
 
 
 def temperature(cfg: SelfPlayConfig, move_number: jax.Array) -> jax.Array:
@@ -262,20 +387,27 @@ def temperature(cfg: SelfPlayConfig, move_number: jax.Array) -> jax.Array:
     return jnp.where(tau < cfg.tau_min, 0.0, tau)
 
 
-def select_move(key: jax.Array, visits: jax.Array, legal: jax.Array,
+def greedy(visits: jax.Array, legal: jax.Array, prior: jax.Array) -> jax.Array:
+    """int32[B]: the most visited legal move, ties to the higher prior (then the
+    lower index). Compared in two steps: folding the prior into the visits as a
+    small addend would be lost to float32 rounding."""
+    visits = jnp.where(legal, visits, -1.0)
+    most = visits == jnp.max(visits, axis=-1, keepdims=True)
+    return jnp.argmax(jnp.where(most, prior, -1.0), axis=-1).astype(jnp.int32)
+
+
+def sample_move(key: jax.Array, visits: jax.Array, legal: jax.Array,
                 tau: jax.Array) -> jax.Array:
-    """Sample a move with pi ~ N^(1/tau) among legal moves; argmax where tau == 0.
+    """Sample a move with pi ~ N^(1/tau) among legal moves (tau float32[B] > 0).
 
     Args: visits float32[B, A], legal bool[B, A], tau float32[B].
     Returns: int32[B].
     """
     visits = jnp.where(legal, visits, 0.0)
-    greedy = jnp.argmax(jnp.where(legal, visits + 1e-6, -1.0), axis=-1)
     safe_tau = jnp.maximum(tau, 1e-3)[:, None]
     logits = jnp.where(visits > 0, jnp.log(jnp.maximum(visits, 1e-30)) / safe_tau, -jnp.inf)
     # A position whose legal moves got no visits (1-simulation corner cases)
     # falls back to uniform over legal moves.
     logits = jnp.where(jnp.any(visits > 0, -1, keepdims=True), logits,
                        jnp.where(legal, 0.0, -jnp.inf))
-    sampled = jax.random.categorical(key, logits, axis=-1)
-    return jnp.where(tau > 0, sampled, greedy).astype(jnp.int32)
+    return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)

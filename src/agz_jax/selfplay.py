@@ -22,9 +22,10 @@ from agz_jax import openings as opening_sets
 from agz_jax import replay
 from agz_jax.config import Config
 from agz_jax.gomoku import Rules, State
+from agz_jax.mctx_loop import node_count
 from agz_jax.networks import Networks
 from agz_jax.replay import Examples
-from agz_jax.search import run_search, select_move, temperature
+from agz_jax.search import Searcher, temperature
 
 
 class Trajectory(NamedTuple):
@@ -61,21 +62,20 @@ def decayed_z(to_play: jax.Array, winner: jax.Array, length: jax.Array,
 
 
 def make_move(config: Config, rules: Rules, nets: Networks):
-    """``move(variables, states [B], key) -> (action int32[B], policy float32[B, A])``:
-    one self-play move of every game, by search with exploration noise, and the
-    search's training target. The move is the Gumbel search's choice, or drawn
-    from the visit counts with ``selfplay``'s temperature (PUCT)."""
+    """``move(variables, states [B], key, tree=None) -> (action int32[B], policy
+    float32[B, A], out)``: one self-play move of every game, by search with
+    exploration noise, the search's training target and its output. The move is
+    the Gumbel search's choice, or drawn from the visit counts with
+    ``selfplay``'s temperature (PUCT). ``tree``: the subtree carried from the
+    last move (``search.reuse``; ``Searcher.carry``)."""
+    searcher = Searcher.of(config, rules, nets)
+    puct = config.search.algorithm == "puct"
 
-    def move(variables, states, key):
+    def move(variables, states, key, tree=None):
         search_key, move_key = jax.random.split(key)
-        out = run_search(config.search, rules, nets, config.decay.gamma, variables,
-                         search_key, states, explore=True)
-        if config.search.algorithm == "gumbel":
-            return out.action.astype(jnp.int32), out.action_weights
-        legal = jax.vmap(rules.legal_mask)(states)
-        visits = out.search_tree.summary().visit_counts.astype(jnp.float32)
-        tau = temperature(config.selfplay, states.num_moves)
-        return select_move(move_key, visits, legal, tau), out.action_weights
+        out = searcher.run(variables, search_key, states, explore=True, tree=tree)
+        tau = temperature(config.selfplay, states.num_moves) if puct else None
+        return searcher.choose(move_key, out, states, tau=tau), out.action_weights, out
 
     return move
 
@@ -98,6 +98,8 @@ def make_selfplay(config: Config, rules: Rules, nets: Networks, shard=None):
     num_steps = rules.num_actions - (0 if openings is None or empty else openings.shape[1])
     shard = shard or (lambda tree, axis: tree)
     move = make_move(config, rules, nets)
+    searcher = Searcher.of(config, rules, nets)
+    reuse = config.search.reuse
 
     def play(variables, key):
         if openings is None:
@@ -106,17 +108,22 @@ def make_selfplay(config: Config, rules: Rules, nets: Networks, shard=None):
             key, k_open = jax.random.split(key)
             states = opening_sets.sample_states(rules, openings, k_open, num_games, empty)
         states = shard(states, 0)
+        tree = searcher.empty_tree(variables, states) if reuse else None
 
-        def body(states, key):
+        def search_and_move(states, key, tree):
+            action, policy, out = move(variables, states, key, tree)
+            return action, policy, searcher.carry(out, action) if reuse else None
+
+        def idle(states, key, tree):
+            return (jnp.zeros(num_games, jnp.int32),
+                    jnp.zeros((num_games, rules.num_actions), jnp.float32), tree)
+
+        def body(carry, key):
+            states, tree = carry
             states = shard(states, 0)
             active = ~states.done
-            action, policy = jax.lax.cond(
-                jnp.any(active),
-                lambda s, k: move(variables, s, k),
-                lambda s, k: (jnp.zeros(num_games, jnp.int32),
-                              jnp.zeros((num_games, rules.num_actions), jnp.float32)),
-                states, key,
-            )
+            action, policy, tree = jax.lax.cond(jnp.any(active), search_and_move, idle,
+                                                states, key, tree)
             record = Trajectory(
                 obs=nets.observe(rules, states).astype(jnp.int8),
                 policy=policy,
@@ -125,9 +132,9 @@ def make_selfplay(config: Config, rules: Rules, nets: Networks, shard=None):
                 valid=active,
             )
             states = jax.vmap(rules.step)(states, action)
-            return states, shard(record, 0)
+            return (states, tree), shard(record, 0)
 
-        final, traj = jax.lax.scan(body, states, jax.random.split(key, num_steps))
+        (final, _), traj = jax.lax.scan(body, (states, tree), jax.random.split(key, num_steps))
         length = jnp.sum(traj.valid, axis=0, dtype=jnp.int32)
         stats = {
             "games": jnp.int32(num_games),
@@ -209,6 +216,8 @@ def make_continuous(config: Config, rules: Rules, nets: Networks, refill: bool =
     T = rules.num_actions
     shard = shard or (lambda tree, axis: tree)
     move = make_move(config, rules, nets)
+    searcher = Searcher.of(config, rules, nets)
+    reuse = config.search.reuse
     slot = jnp.arange(num_games)
 
     def start(key):
@@ -239,9 +248,11 @@ def make_continuous(config: Config, rules: Rules, nets: Networks, refill: bool =
 
     def play(variables, slots: Slots, buffer, key):
         def body(carry, key):
-            slots, buffer, games, length_sum, wins = carry
+            slots, buffer, games, length_sum, wins, tree, carried = carry
             states = shard(slots.states, 0)
-            action, policy = move(variables, states, key)
+            if reuse:  # the visits each root starts with, from the last move's tree
+                carried += jnp.sum(jnp.maximum(node_count(tree) - 1, 0))
+            action, policy, out = move(variables, states, key, tree)
             t = slots.length
             put = lambda rec, x: rec.at[slot, t].set(x.astype(rec.dtype), mode="drop")
             slots = Slots(
@@ -256,6 +267,8 @@ def make_continuous(config: Config, rules: Rules, nets: Networks, refill: bool =
             ended = after.done & ~states.done
             buffer = jax.lax.cond(jnp.any(ended), flush, lambda b, *_: b,
                                   buffer, slots, ended, after.winner)
+            if reuse:  # the next search starts from the subtree of the move played
+                tree = searcher.carry(out, action, restart=ended)
             games += jnp.sum(ended, dtype=jnp.int32)
             length_sum += jnp.sum(jnp.where(ended, slots.length, 0))
             wins += jnp.stack([jnp.sum(ended & (after.winner == c)) for c in (0, 1)])
@@ -268,13 +281,17 @@ def make_continuous(config: Config, rules: Rules, nets: Networks, refill: bool =
                 new_opening = jnp.where(ended, index, NO_GAME)
                 slots = slots._replace(length=jnp.where(ended, 0, slots.length),
                                        opening=jnp.where(ended, index, slots.opening))
-            return ((slots._replace(states=after), buffer, games, length_sum, wins),
-                    SlotMoves(action, ended, new_opening))
+            return ((slots._replace(states=after), buffer, games, length_sum, wins, tree,
+                     carried), SlotMoves(action, ended, new_opening))
 
         zero = jnp.int32(0)
-        carry = (slots, buffer, zero, zero, jnp.zeros(2, jnp.int32))
+        # Trees are carried within a call only: each call (an iteration, whose
+        # nets may have been trained since the last) starts with fresh roots.
+        tree = searcher.empty_tree(variables, slots.states) if reuse else None
+        carry = (slots, buffer, zero, zero, jnp.zeros(2, jnp.int32), tree, zero)
         keys = jax.random.split(key, config.selfplay.steps)
-        (slots, buffer, games, length_sum, wins), moves = jax.lax.scan(body, carry, keys)
+        (slots, buffer, games, length_sum, wins, _, carried), moves = jax.lax.scan(
+            body, carry, keys)
         finished = jnp.maximum(games, 1).astype(jnp.float32)
         stats = {
             "games": games,
@@ -284,6 +301,8 @@ def make_continuous(config: Config, rules: Rules, nets: Networks, refill: bool =
             "black_wins": wins[0] / finished,
             "white_wins": wins[1] / finished,
             "draws": (games - wins[0] - wins[1]) / finished,
+            # Mean visits a search started with (search.reuse), of num_simulations.
+            "reused_visits": carried / jnp.float32(num_games * config.selfplay.steps),
         }
         return slots, buffer, stats, moves
 

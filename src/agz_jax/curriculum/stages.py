@@ -41,6 +41,7 @@ from agz_jax.config import STAGES, Config, ConfigError
 from agz_jax.curriculum import basic_rules, imitation
 from agz_jax.mentor import Mentor
 from agz_jax.networks import make_networks
+from agz_jax.search import Searcher
 from agz_jax.train import TrainState, fresh_train_state
 
 Stage = Callable[[TrainState, jax.Array], tuple[TrainState, dict]]
@@ -141,8 +142,8 @@ def _imitate_fns(config: Config):
     mentor = Mentor(rules, cfg.level)
 
     def players(variables):  # (student, mentor); the mentor's games ignore the student
-        return (arena.mcts_player(rules, nets, config.search, gamma, variables,
-                                  cfg.eval_simulations), mentor.act)
+        return (arena.mcts_player(Searcher.of(config, rules, nets), variables,
+                                  num_simulations=cfg.eval_simulations), mentor.act)
 
     mentors = lambda variables: (mentor.act, mentor.act)
     to_examples = jax.jit(lambda result: imitation.games_to_examples(

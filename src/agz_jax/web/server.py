@@ -176,12 +176,7 @@ def describe(analysis, board, to_play: int) -> dict:
     policy = np.asarray(analysis.policy, np.float64)
     prior = np.asarray(analysis.prior, np.float64)
     q = np.asarray(analysis.q, np.float64)
-    visits = getattr(analysis, "visits", None)
-    if visits is None:
-        # The root's children's visits sum to the simulations run, and the
-        # engine's policy is visits / that sum (0 simulations: no visits).
-        visits = np.rint(policy * analysis.simulations)
-    visits = np.asarray(visits).astype(np.int64)
+    visits = np.rint(np.asarray(analysis.visits)).astype(np.int64)
     empty = np.asarray(board).reshape(-1) == 0
     # Most visits first, then the larger share of the policy, then the prior.
     order = np.lexsort((-prior, -policy, -visits))
@@ -194,7 +189,8 @@ def describe(analysis, board, to_play: int) -> dict:
         "best": int(analysis.action), "to_play": int(to_play),
         "value": round(float(analysis.value), 4) if known else None,
         "win_prob": round(float(analysis.win_prob), 4) if known else None,
-        "simulations": int(analysis.simulations), "reason": analysis.reason,
+        "simulations": int(analysis.simulations), "carried": int(analysis.carried),
+        "reason": analysis.reason,
         "elapsed_ms": round(analysis.elapsed * 1000.0, 1),
         "candidates": candidates, "visits": [int(v) for v in visits],
         "policy": _rounded(policy), "prior": _rounded(prior), "q": _rounded(q)}
@@ -223,7 +219,8 @@ class Game:
         model = self.engine.model
         return {"model": model.name, "size": self.size, "rule": model.rules.rule,
                 "rules": ["freestyle", "standard"], "default_sims": self.default_sims,
-                "max_sims": self.engine.max_simulations, "top_moves": TOP_MOVES}
+                "max_sims": self.engine.max_simulations, "top_moves": TOP_MOVES,
+                "search": self.engine.describe()}
 
     def _replay(self, moves: list[int], rule):
         if rule not in ("freestyle", "standard"):
@@ -600,9 +597,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allow-host", action="append", default=[], metavar="NAME",
                         help="another name the page may be reached by (the Host header); "
                              "repeatable")
-    parser.add_argument("--sims", type=int, default=200, help="default simulations per move")
-    parser.add_argument("--max-sims", type=int, default=1600,
-                        help="the most simulations the page may ask for")
+    parser.add_argument("--sims", type=int, default=None,
+                        help="default simulations per move (default: the model's own "
+                             "search.num_simulations)")
+    parser.add_argument("--max-sims", type=int, default=None,
+                        help="the most simulations the page may ask for (default: 1600, or "
+                             "--sims if larger)")
+    parser.add_argument("--algorithm", choices=("puct", "gumbel"), default=None,
+                        help="search algorithm (default: the model's own search.algorithm)")
+    parser.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=None,
+                        help="keep the subtree under the moves played for the next search "
+                             "(PUCT only; default: the model's own search.reuse)")
     parser.add_argument("--max-seconds", type=float, default=30.0,
                         help="a move's search stops after this long whatever --sims says")
     parser.add_argument("--timeout", type=float, default=10.0,
@@ -613,7 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be in 0..65535, got {args.port}")
-    if args.sims < 1 or args.max_sims < 1 or args.max_seconds <= 0:
+    if (args.sims or 1) < 1 or (args.max_sims or 1) < 1 or args.max_seconds <= 0:
         parser.error("--sims, --max-sims and --max-seconds must be positive")
     if not args.timeout > 0 or args.max_connections < 1:
         parser.error("--timeout and --max-connections must be positive")
@@ -629,6 +634,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
 
     from agz_jax import cache, engine, models
+    from agz_jax.config import ConfigError
 
     cache.enable_compilation_cache()
     try:
@@ -637,7 +643,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}\n(a trained run works too: `make selfplay`, then "
               "`make play MODEL=runs/cpu` or --model runs/cpu)", file=sys.stderr)
         return 2
-    eng = engine.Engine(model, max_simulations=args.max_sims)
+    sims = args.sims or model.config.search.num_simulations
+    try:
+        eng = engine.Engine(model, max_simulations=args.max_sims or max(1600, sims),
+                            algorithm=args.algorithm, reuse=args.reuse)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    args.sims = sims
     print(f"compiling the search for {model.name} ({eng.size}x{eng.size})...", file=sys.stderr,
           flush=True)
     eng.warmup()
@@ -652,7 +665,7 @@ def main(argv: list[str] | None = None) -> int:
     host, port = server.server_address[:2]
     shown = f"[{host}]" if ":" in host else host
     print(f"agz_jax web board: http://{shown}:{port}/  (model {model.name}, "
-          f"{eng.size}x{eng.size}; Ctrl-C stops)", flush=True)
+          f"{eng.size}x{eng.size}, {eng.describe()}; Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
