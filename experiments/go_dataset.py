@@ -31,7 +31,6 @@ def main(argv=None) -> int:
     p.add_argument("--skip-malformed", action="store_true",
                    help="report and skip malformed records instead of stopping")
     args = p.parse_args(argv)
-    enable_compilation_cache()
     try:
         dataset.build(args.records, args.out, args.ranks, args.games_per_shard,
                       args.skip_malformed, say=lambda s: print(s, flush=True))
@@ -42,4 +41,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    enable_compilation_cache()
     sys.exit(main())

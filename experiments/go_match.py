@@ -31,6 +31,7 @@ import math
 import sys
 import time
 
+from agz_jax.cache import enable_compilation_cache
 from agz_jax.go import gtp, play, sgf
 from agz_jax.go import net as net_lib
 from agz_jax.go.rules import BLACK, WHITE
@@ -109,9 +110,7 @@ def main(argv=None) -> int:
     if args.no_pass_when_ahead:
         ours_argv.append("--no-pass-when-ahead")
     if args.in_process:
-        from agz_jax.cache import enable_compilation_cache
         from agz_jax.go.gtp_engine import LocalClient, load_engine
-        enable_compilation_cache()
         ours = LocalClient(load_engine(str(args.model),
                                        pass_when_ahead=not args.no_pass_when_ahead))
         ours_argv = ["in-process", *ours_argv[1:]]
@@ -177,4 +176,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    enable_compilation_cache()
     sys.exit(main())

@@ -92,7 +92,6 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    enable_compilation_cache()
     say = lambda s: print(s, flush=True)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -186,4 +185,5 @@ def write_report(records: list[dict], out: Path, data: dataset.Data) -> None:
 
 
 if __name__ == "__main__":
+    enable_compilation_cache()
     sys.exit(main())

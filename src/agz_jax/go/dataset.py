@@ -19,6 +19,9 @@ Bad input:
     a partial data set is never read as a whole one. Running ``build`` again on
     the same records continues an unfinished build shard by shard.
 
+Identical games (an engine playing itself repeats some) are kept once, and the
+others counted as duplicates: a split by game must not see one game on both sides.
+
 Only moves on the board are examples (the net of Maddison et al. has one
 softmax over the points): the passes are counted, not stored.
 """
@@ -136,6 +139,20 @@ def build(records: str | Path | Sequence[Path], out: str | Path, ranks: int = 0,
                 raise
             say(f"skipped (malformed): {e}")
             skipped.append({"source": str(p), "error": str(e), "kind": "malformed"})
+    # identical games (an engine playing itself repeats games) would sit on both
+    # sides of a split by game: only the first of each is kept
+    seen, unique = set(), []
+    for r in parsed:
+        key = (r.size, r.black_setup, r.white_setup, r.moves)
+        if key in seen:
+            skipped.append({"source": r.source, "error": "a duplicate of an earlier game",
+                            "kind": "duplicate"})
+        else:
+            seen.add(key)
+            unique.append(r)
+    if len(unique) < len(parsed):
+        say(f"{len(parsed) - len(unique)} duplicate games skipped")
+    parsed = unique
     if not parsed:
         raise DatasetError(f"{out}: none of the {len(paths)} records could be read")
     size = parsed[0].size
@@ -184,9 +201,11 @@ def build(records: str | Path | Sequence[Path], out: str | Path, ranks: int = 0,
     tmp = out / "dataset.json.tmp"
     tmp.write_text(json.dumps(meta, indent=2))
     tmp.replace(out / "dataset.json")
-    say(f"{out}: {meta['positions']} positions from {meta['games']} games; "
-        f"{meta['violations']} games broke the rules and {len(skipped)} were malformed "
-        "(skipped)")
+    meta["duplicates"] = sum(s["kind"] == "duplicate" for s in skipped)
+    meta["malformed"] = sum(s["kind"] == "malformed" for s in skipped)
+    say(f"{out}: {meta['positions']} positions from {meta['games']} games; skipped: "
+        f"{meta['violations']} games that broke the rules, {meta['malformed']} malformed, "
+        f"{meta['duplicates']} duplicates")
     return meta
 
 

@@ -35,8 +35,8 @@ from agz_jax.go import net as net_lib
 from agz_jax.go.features import RANKS, batched, channel_names
 from agz_jax.go.gtp import GtpError
 from agz_jax.go.referee import own_eyes
-from agz_jax.go.rules import BLACK, WHITE, Rules, State, point, setup, to_text, vertex
-from agz_jax.go.sgf import replay_rules
+from agz_jax.go.rules import BLACK, WHITE, Rules, State, point, to_text, vertex
+from agz_jax.go.sgf import replay, replay_rules
 
 VERSION = "0.1.0"
 COMMANDS = ("protocol_version", "name", "version", "known_command", "list_commands",
@@ -51,10 +51,11 @@ class GtpFailure(Exception):
 
 def engine_rules(size: int) -> Rules:
     """The records' rules (``sgf.replay_rules``: Chinese, positional superko):
-    the engine's feature planes are then the data set's, one compiled function
-    (``features.batched``). Komi is kept apart (GTP allows any komi). Past the
-    rules' cap of ``4 * size**2`` plies the engine starts a new history from the
-    board as it stands (positional superko then forgets the older boards)."""
+    the engine's games are replayed by the data set's compiled scan and its
+    feature planes are the data set's (``features.batched``). Komi is kept apart
+    (GTP allows any komi). Past the rules' cap of ``4 * size**2`` plies the engine
+    starts a new history from the board as it stands (positional superko then
+    forgets the older boards, and ``undo`` cannot go back past it)."""
     return replay_rules(size)
 
 
@@ -72,11 +73,6 @@ def _policy_fn(rules: Rules, config: net_lib.NetConfig):
         return jnp.where(jnp.any(ok), best, -1).astype(jnp.int32), logits
 
     return choose
-
-
-@functools.cache
-def _jit(rules: Rules, name: str):
-    return jax.jit(getattr(rules, name))
 
 
 class Engine:
@@ -102,32 +98,51 @@ class Engine:
 
     def _reset(self):
         self.rules = engine_rules(self.size)
-        self.history: list[State] = [self.rules.init()]
+        self.board0 = np.zeros(self.rules.num_points, np.int8)
+        self.moves: list[tuple[int, int]] = []
+        self._replayed = None  # replayed when first needed
+
+    @property
+    def _game(self):
+        if self._replayed is None:
+            self._replayed = replay(self.rules, self.board0, self.moves)
+        return self._replayed
 
     @property
     def state(self) -> State:
-        return self.history[-1]
+        """The position after the moves played (``done`` after two passes)."""
+        return self._game.final
 
     def _open(self, colour: int) -> State:
-        """The current state, ready for ``colour`` to move: GTP knows no end of
-        game (play goes on after two passes), any colour may move, and past the
-        rules' move cap a new history starts from the board."""
+        """The position ready for ``colour`` to move: GTP knows no end of game
+        (play goes on after two passes), and any colour may move."""
         state = self.state
-        if int(state.num_moves) >= self.rules.max_moves - 1:
-            state = setup(self.rules, state.board, colour, state.ko)
         if bool(state.done):
             state = state._replace(done=jnp.bool_(False), passes=jnp.int32(0))
         return state._replace(to_play=jnp.int32(colour))
 
     def _play(self, colour: int, action: int) -> None:
-        state = self._open(colour)
-        if not bool(_jit(self.rules, "is_legal")(state, jnp.int32(action))):
+        """The game is the board it started from and the moves since, replayed in
+        one compiled scan (``sgf.replay``, shared with the data set builder);
+        past the rules' move cap the current board becomes the starting one."""
+        if len(self.moves) >= self.rules.max_moves:
+            self.board0, self.moves = np.asarray(self.state.board), []
+        game = replay(self.rules, self.board0, [*self.moves, (colour, action)])
+        why = int(game.why[len(self.moves)])
+        if why:
             raise GtpFailure("illegal move")
-        self.history.append(_jit(self.rules, "step")(state, jnp.int32(action)))
+        self.moves.append((colour, action))
+        self._replayed = game
+
+    def undo(self) -> None:
+        if not self.moves:
+            raise GtpFailure("cannot undo")
+        self.moves.pop()
+        self._replayed = None
 
     def area_score(self) -> float:
         """Black's area minus white's minus komi, every stone alive."""
-        areas = np.asarray(_jit(self.rules, "areas")(self.state))
+        areas = np.asarray(self._game.areas)
         return float(areas[0] - areas[1]) - self.komi
 
     def genmove(self, colour: int) -> int:
@@ -255,9 +270,7 @@ class Engine:
 
     def cmd_undo(self, args):
         self._arity(args, 0)
-        if len(self.history) < 2:
-            raise GtpFailure("cannot undo")
-        self.history.pop()
+        self.undo()
         return ""
 
     def cmd_final_score(self, args):
@@ -340,14 +353,14 @@ def main(argv=None) -> int:
     p.add_argument("--no-pass-when-ahead", action="store_true",
                    help="pass only when no other point is left")
     args = p.parse_args(argv)
-    from agz_jax.cache import enable_compilation_cache
-    enable_compilation_cache()
     try:
         engine = load_engine(args.model, name=args.name,
                              pass_when_ahead=not args.no_pass_when_ahead)
     except (OSError, ValueError) as e:
         print(f"gtp-agz: {e}", file=sys.stderr)
         return 2
+    from agz_jax.cache import enable_compilation_cache
+    enable_compilation_cache()
     serve(engine)
     return 0
 

@@ -18,13 +18,14 @@ import dataclasses
 import functools
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from sgfmill import sgf
 
-from agz_jax.go.rules import BLACK, MAX_SIZE, MIN_SIZE, WHITE, Rules, State, setup, vertex
+from agz_jax.go.rules import BLACK, MAX_SIZE, MIN_SIZE, WHITE, Rules, State, vertex
 
 COLOURS = {"b": BLACK, "w": WHITE}
 LETTERS = {BLACK: "b", WHITE: "w"}
@@ -245,38 +246,64 @@ def replay_rules(size: int) -> Rules:
     return Rules(size, komi=0.0, superko=True, max_moves=4 * size * size)
 
 
+REASONS = ("", "the point is occupied", "it retakes a ko", "it is suicide",
+           "it repeats an earlier board (positional superko)",
+           "the game is over (the replay's move cap)")
+
+
+class Replay(NamedTuple):
+    """A game replayed (``replay``): ``final`` State, ``areas`` int32[2] of the
+    final board (black's, white's), ``before`` the State before each of the T
+    plies (stacked), ``why`` int32[T] (0: legal, else an index in ``REASONS``)."""
+
+    final: State
+    areas: jax.Array
+    before: State
+    why: jax.Array
+
+
 @functools.cache
 def _replay_fn(rules: Rules):
     def one(state: State, move):
         colour, action = move
         valid = action >= 0
-        # a move out of turn (two moves of one colour) is played for its colour
-        state = state._replace(to_play=jnp.where(valid, colour, state.to_play))
+        # a move out of turn (two moves of one colour) is played for its colour;
+        # after two passes the game goes on (as GTP, and SGF records that do)
+        reopen = valid & state.done & (state.num_moves < rules.max_moves)
+        state = state._replace(to_play=jnp.where(valid, colour, state.to_play),
+                               done=state.done & ~reopen,
+                               passes=jnp.where(reopen, 0, state.passes))
         nxt = rules.step(state, jnp.maximum(action, 0))
+        at = jnp.clip(action, 0, rules.num_points - 1)
+        simple = rules.analyse(state, at[None]).legal[0]  # suicide and simple ko
+        why = jnp.select([state.done, ~nxt.illegal | state.illegal, state.board[at] != 0,
+                          at == state.ko, ~simple], [5, 0, 1, 2, 3], 4)
         nxt = jax.tree.map(lambda a, b: jnp.where(valid, a, b), nxt, state)
-        return nxt, (state, ~nxt.illegal)  # ``illegal`` stays set after the first
+        return nxt, (state, jnp.where(valid, why, 0))
 
     @jax.jit
-    def replay(state, colours, actions):
-        return jax.lax.scan(one, state, (colours, actions))
+    def replay(board, colours, actions):
+        final, (before, why) = jax.lax.scan(one, rules.setup(board), (colours, actions))
+        return Replay(final, rules.areas(final), before, why)
 
     return replay
 
 
-def _reason(rules: Rules, state: State, action: int) -> str:
-    """Why ``action`` is illegal in ``state`` (host-side, for the message)."""
-    if action == rules.pass_action:
-        return "a pass after the game's end"
-    if bool(state.done):
-        return "the game is over (the move cap)"
-    if int(np.asarray(state.board)[action]) != 0:
-        return "the point is occupied"
-    move = rules.analyse(state, jnp.asarray([action], jnp.int32))
-    if not bool(move.legal[0]) and int(state.ko) == action:
-        return "it retakes a ko"
-    if not bool(move.legal[0]):
-        return "it is suicide"
-    return "it repeats an earlier board (positional superko)"
+def replay(rules: Rules, board: np.ndarray, moves) -> Replay:
+    """Play ``moves`` ((colour, action), ...; at most ``rules.max_moves``) from
+    ``board`` int8[A] (black to move first unless the first move says
+    otherwise), as one jitted scan over ``rules.max_moves`` plies: one
+    compilation serves every game on the board (records, data sets, gtp-agz).
+    Nothing is checked: see ``why``."""
+    t = rules.max_moves
+    if len(moves) > t:
+        raise ValueError(f"{len(moves)} moves exceed the cap of {t}")
+    colours = np.zeros(t, np.int32)
+    actions = np.full(t, -1, np.int32)
+    if len(moves):
+        m = np.asarray(moves, np.int32).reshape(-1, 2)
+        colours[:len(m)], actions[:len(m)] = m[:, 0], m[:, 1]
+    return _replay_fn(rules)(np.asarray(board, np.int8), colours, actions)
 
 
 def states(record: Record, rules: Rules | None = None) -> tuple[State, State]:
@@ -292,25 +319,16 @@ def states(record: Record, rules: Rules | None = None) -> tuple[State, State]:
     if n > rules.max_moves:
         raise RulesViolation(f"{where}: {n} moves exceed the replay's cap of "
                              f"{rules.max_moves}")
-    state0 = setup(rules, record.board())
-    # pad to a multiple of 64 plies: few compilations for games of any length
-    t = max(64, -(-n // 64) * 64)
-    colours = np.zeros(t, np.int32)
-    actions = np.full(t, -1, np.int32)
-    for i, (c, a) in enumerate(record.moves):
-        colours[i], actions[i] = c, a
-    final, (before, legal) = _replay_fn(rules)(state0, colours, actions)
-    legal = np.asarray(legal)[:n]
-    if not legal.all():
-        i = int(np.argmin(legal))
-        state = jax.tree.map(lambda x: x[i], before)
+    out = replay(rules, record.board(), record.moves)
+    why = np.asarray(out.why)[:n]
+    if why.any():
+        i = int(np.flatnonzero(why)[0])
         colour, action = record.moves[i]
         raise RulesViolation(f"{where}: move {i + 1} ({'BW'[colour]} "
-                             f"{vertex(record.size, action)}) is illegal: "
-                             f"{_reason(rules, state, action)}")
-    ranks = np.asarray([record.rank(c) for c, _ in record.moves] + [-1] * (t - n), np.int32)
-    before = before._replace(rank=jnp.asarray(ranks))
-    return final, jax.tree.map(lambda x: x[:n], before)
+                             f"{vertex(record.size, action)}) is illegal: {REASONS[why[i]]}")
+    ranks = np.asarray([record.rank(c) for c, _ in record.moves], np.int32)
+    before = jax.tree.map(lambda x: x[:n], out.before)
+    return out.final, before._replace(rank=jnp.asarray(ranks))
 
 
 def check_rules(record: Record, rules: Rules | None = None) -> State:
