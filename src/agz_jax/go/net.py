@@ -162,12 +162,20 @@ def load(path: str | Path) -> tuple[NetConfig, dict, dict]:
     try:
         info = json.loads((path / "net.json").read_text())
         config = NetConfig.from_dict(info.pop("net"))
-        template = jax.eval_shape(GoNet(config).init, jax.random.key(0, impl="rbg"))
-        template = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), template)
-        params = flax.serialization.from_bytes(template, (path / "params.msgpack").read_bytes())
+        data = (path / "params.msgpack").read_bytes()
     except FileNotFoundError as e:
         raise FileNotFoundError(f"{path}: not a Go model directory ({Path(e.filename).name} "
                                 "is missing)") from None
-    except (KeyError, ValueError, TypeError) as e:
-        raise ValueError(f"{path}: a damaged Go model ({e})") from None
+    except (KeyError, ValueError, TypeError, AttributeError) as e:
+        raise ValueError(f"{path}: a damaged Go model (net.json: {e})") from None
+    template = jax.eval_shape(GoNet(config).init, jax.random.key(0, impl="rbg"))
+    template = jax.tree.map(lambda s: np.zeros(s.shape, s.dtype), template)
+    try:
+        params = flax.serialization.from_bytes(template, data)
+    except Exception as e:  # noqa: BLE001  (msgpack and flax raise many kinds on bad bytes)
+        raise ValueError(f"{path}: a damaged Go model (params.msgpack: "
+                         f"{type(e).__name__}: {e})") from None
+    shapes = jax.tree.map(np.shape, params)
+    if shapes != jax.tree.map(np.shape, template):
+        raise ValueError(f"{path}: a damaged Go model (params.msgpack does not fit net.json)")
     return config, params, info
