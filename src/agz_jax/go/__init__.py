@@ -3,8 +3,10 @@ input planes of Maddison et al. (ICLR 2015), Table 1 (``go.features``, with the
 ladder reader ``go.ladder``), and a cross-check against GnuGo over GTP
 (``go.gtp``, ``go.referee``). See docs/go.md."""
 
-from agz_jax.go.features import channel, channel_names, features, num_channels
+# The planes function stays ``go.features.features``: re-exporting it here as
+# ``go.features`` would shadow the submodule (``from agz_jax.go import features``).
+from agz_jax.go.features import channel, channel_names, num_channels
 from agz_jax.go.rules import BLACK, WHITE, Rules, State, from_text, point, to_text, vertex
 
-__all__ = ["BLACK", "WHITE", "Rules", "State", "channel", "channel_names", "features",
-           "from_text", "num_channels", "point", "to_text", "vertex"]
+__all__ = ["BLACK", "WHITE", "Rules", "State", "channel", "channel_names", "from_text",
+           "num_channels", "point", "to_text", "vertex"]
