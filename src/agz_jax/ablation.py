@@ -648,9 +648,12 @@ def markdown(plan: Plan, result: dict, regenerate: str) -> str:
                           f"the sweep), so it plays {plan.iterations(a) * gpi[a.name]:,} "
                           "self-play games." + measured_curriculum(a, result))
     out += [" ".join(budget), ""]
-    if index_code(result):
-        out += ["Code: " + ", ".join(f"`{c}`" for c in index_code(result)) + " (the commits "
-                "the runner ran; more than one: the sweep was continued on newer code).", ""]
+    code = index_code(result)
+    if code:
+        out += [("Code: commit " if len(code) == 1 else "Code: commits ")
+                + ", ".join(f"`{c[:12]}`" for c in code)
+                + (" (the sweep was continued on newer code)" if len(code) > 1 else "")
+                + " (as the runner recorded it).", ""]
     fit = result["fit"]
     out += [f"Strength: one maximum-likelihood Elo fit (`agz_jax.rating`, random = 0) over "
             f"all {result['games']:,} games of {result['matches']} matches in `games.jsonl`; "
