@@ -173,7 +173,7 @@ class Engine:
             return None
         words = line.split()
         ident = ""
-        if words[0].isdigit():
+        if words[0].isascii() and words[0].isdigit():
             ident = words.pop(0)
             if not words:
                 return f"?{ident} missing command\n\n"
@@ -219,7 +219,7 @@ class Engine:
 
     def cmd_boardsize(self, args):
         self._arity(args, 1)
-        if not args[0].isdigit():
+        if not (args[0].isascii() and args[0].isdigit()):
             raise GtpFailure("syntax error")
         size = int(args[0])
         wanted = self.config.size if self.config is not None else None
