@@ -1,6 +1,7 @@
 """The move-prediction data set of a directory of SGF records (``go.dataset``).
 
-    python -m experiments.go_dataset --records runs/go-records9 --out runs/go-data9
+    python -m experiments.go_dataset --records runs/go-records9 runs/go-records9-open \
+        --out runs/go-data9
 
 Every record is parsed first (a malformed one stops the build with its file
 and property named, before anything is written, unless ``--skip-malformed``),
@@ -22,7 +23,8 @@ from agz_jax.go import dataset, sgf
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--records", type=Path, required=True, help="a directory of .sgf files")
+    p.add_argument("--records", type=Path, required=True, nargs="+",
+                   help="directories of .sgf files (or files)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--ranks", type=int, default=0, choices=(0, 9),
                    help="0: a constant plane (records without ranks); 9: dan planes "
@@ -32,7 +34,8 @@ def main(argv=None) -> int:
                    help="report and skip malformed records instead of stopping")
     args = p.parse_args(argv)
     try:
-        dataset.build(args.records, args.out, args.ranks, args.games_per_shard,
+        paths = [p for r in args.records for p in dataset.record_paths(r)]
+        dataset.build(paths, args.out, args.ranks, args.games_per_shard,
                       args.skip_malformed, say=lambda s: print(s, flush=True))
     except (sgf.SgfError, dataset.DatasetError) as e:
         print(f"error: {e}", file=sys.stderr)

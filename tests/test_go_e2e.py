@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(gtp.find_gnugo() is None, reason="gnugo is not i
 def test_records_to_training_to_a_game_against_gnugo(tmp_path):
     records = tmp_path / "records"
     assert go_records.main(["--engine", "gnugo", "--size", "9", "--games", "4", "--level", "0",
-                            "--max-moves", "40", "--out", str(records)]) == 0
+                            "--max-moves", "40", "--opening", "2", "--out", str(records)]) == 0
     games = sorted(records.glob("game-*.sgf"))
     assert len(games) == 4
     meta = json.loads((records / "records.json").read_text())
@@ -36,10 +36,11 @@ def test_records_to_training_to_a_game_against_gnugo(tmp_path):
     assert meta["settings"]["level"] == 0 and meta["violations"] == []
     first = sgf.read(games[0])
     assert first.black == "GNU Go level 0" and first.komi == 7.0 and first.rules == "Chinese"
-    assert first.result[:2] in ("B+", "W+") and 0 < len(first.moves) <= 40
+    assert first.result[:2] in ("B+", "W+", "0") and 0 < len(first.moves) <= 40
+    assert len(first.black_setup) == len(first.white_setup) == 1  # the random opening
     # started again with another level: refused, nothing changes
     assert go_records.main(["--size", "9", "--games", "4", "--level", "3", "--max-moves", "40",
-                            "--out", str(records)]) == 2
+                            "--opening", "2", "--out", str(records)]) == 2
 
     # a malformed record stops the build before anything is written
     data = tmp_path / "data"

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from agz_jax.go import gtp
@@ -139,6 +140,17 @@ def opponent(kind: str, size: int, komi: float, level: int = 10, playouts: int =
                              "size": size, "komi": komi, **options})
 
 
+def random_opening(size: int, stones: int, rng) -> list[int]:
+    """``stones`` distinct points drawn uniformly (numpy ``rng``) from those at
+    least two lines from the edge (the whole board below 7x7)."""
+    margin = 2 if size >= 7 else 0
+    inner = [r * size + c for r in range(margin, size - margin)
+             for c in range(margin, size - margin)]
+    if stones > len(inner):
+        raise ValueError(f"{stones} opening stones do not fit the {len(inner)} inner points")
+    return [int(p) for p in rng.choice(inner, stones, replace=False)]
+
+
 def new_game(engine: gtp.GtpEngine, size: int, komi: float, seed: int | None = None) -> None:
     """Reset ``engine`` for a game (GnuGo also takes a new random seed)."""
     engine.send(f"boardsize {size}")
@@ -150,13 +162,16 @@ def new_game(engine: gtp.GtpEngine, size: int, komi: float, seed: int | None = N
 
 def play_game(players: dict[int, gtp.GtpEngine], size: int, komi: float,
               max_moves: int, handicap: int = 0, names: dict[int, str] | None = None,
-              on_move=None) -> Record:
+              on_move=None, opening: Sequence[int] = ()) -> Record:
     """One game: each colour's engine is asked ``genmove`` in turn and the other
     engine (when it is another one) is told the move (``play``). The engines
     must be reset first (``new_game``). Ends after two passes, a resignation
     (result "B+R"/"W+R") or ``max_moves`` plies; ``result`` is left empty
     otherwise (``referee_score`` fills it). ``handicap`` >= 2 places GnuGo's
     fixed handicap stones for black (GTP ``fixed_handicap``), and white starts.
+    ``opening``: points given to black and white in turn (black first) before
+    the engines play (GTP ``play``); the record has them as set-up stones
+    (``AB``/``AW``), not moves, so that no one learns them as the engines'.
     ``on_move(colour, action)`` is called after every move."""
     engines = list({id(e): e for e in players.values()}.values())
     black_setup: list[int] = []
@@ -166,7 +181,14 @@ def play_game(players: dict[int, gtp.GtpEngine], size: int, komi: float,
             if e is not players[BLACK]:
                 e.send("set_free_handicap " + " ".join(vertices))
         black_setup = [point(size, v) for v in vertices]
-    colour = WHITE if handicap >= 2 else BLACK
+    white_setup: list[int] = []
+    if handicap >= 2 and opening:
+        raise ValueError("a game has a handicap or a random opening, not both")
+    for i, p in enumerate(opening):
+        for e in engines:
+            e.send(f"play {LETTERS[i % 2]} {vertex(size, p)}")
+        (black_setup if i % 2 == 0 else white_setup).append(int(p))
+    colour = WHITE if handicap >= 2 or len(opening) % 2 else BLACK
     moves: list[tuple[int, int]] = []
     passes, result = 0, ""
     while len(moves) < max_moves:
@@ -188,7 +210,8 @@ def play_game(players: dict[int, gtp.GtpEngine], size: int, komi: float,
         colour = 1 - colour
     names = names or {}
     return Record(size=size, komi=komi, handicap=handicap if handicap >= 2 else 0,
-                  black_setup=tuple(black_setup), moves=tuple(moves), result=result,
+                  black_setup=tuple(black_setup), white_setup=tuple(white_setup),
+                  moves=tuple(moves), result=result,
                   black=names.get(BLACK, ""), white=names.get(WHITE, ""), rules="Chinese")
 
 
@@ -197,9 +220,9 @@ def referee_score(referee: gtp.GtpEngine, record: Record) -> tuple[str, float]:
     ``final_score`` (GnuGo: Chinese rules, dead stones judged by GnuGo), after
     replaying it there."""
     new_game(referee, record.size, record.komi)
-    if record.black_setup:
-        referee.send("set_free_handicap " + " ".join(vertex(record.size, p)
-                                                     for p in record.black_setup))
+    for colour, points in ((BLACK, record.black_setup), (WHITE, record.white_setup)):
+        for p in points:
+            referee.send(f"play {LETTERS[colour]} {vertex(record.size, p)}")
     for colour, action in record.moves:
         referee.send(f"play {LETTERS[colour]} {vertex(record.size, action)}")
     text = referee.send("final_score")
