@@ -22,7 +22,7 @@ selfplay: $(STAMP)
 	$(PY) -m experiments.selfplay --preset cpu --out $(RUN) $(if $(wildcard $(RUN)/config.json),--resume) $(ARGS)
 
 test: $(STAMP) browser gnugo
-	AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n 2 --dist worksteal -q $(ARGS)
+	AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n 2 -q $(ARGS)
 
 # The web board's end-to-end test drives Debian's chromium (tests/test_web.py).
 # Root installs it with apt-get; anyone else is told how, and that test skips.
