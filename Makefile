@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install selfplay test bench lint clean play browser gnugo pachi
+.PHONY: install selfplay test bench lint clean play browser gnugo pachi gpu-wheels
 
 install: $(STAMP)
 
@@ -83,6 +83,15 @@ play: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m experiments.bench $(ARGS)
+
+# The pure-Python packages that the lent GPU machine's image lacks (it has jax, flax,
+# optax, orbax and numpy, and no network), as Python 3.12 wheels in .whl/ for the
+# device tool to carry: experiments/gpu_window.sh installs them there.
+GPU_WHEELS := mctx==0.0.71 chex==0.1.92 tyro==1.0.17 docstring-parser==0.18.0 \
+	typeguard==4.6.1 tensorboardX==2.6.5 rich==15.0.0 sgfmill==1.1.1
+gpu-wheels:
+	$(PYTHON) -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 \
+	  --implementation cp --platform manylinux2014_x86_64 -d .whl $(GPU_WHEELS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check src experiments tests

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One GPU window of the self-play campaign (docs/campaign.md), in one call of the
+# device tool. Here, once: `make gpu-wheels` (the pure-Python packages the device
+# image lacks, into .whl/). Then the device tool's `run`, with carry [".whl"]:
+#
+#     bash experiments/gpu_window.sh 420
+#
+# It measures the bench rows of issue 22 (skip with BENCH=0), trains the `gpu`
+# preset from models/campaign for at most SECONDS (default 420) of wall time,
+# exports the run's best nets into models/campaign there, and leaves in $OUT:
+# bench.json, gpu.log, metrics.jsonl, config.json, variables.msgpack,
+# campaign.json. Back here: copy the last three into models/campaign, commit.
+# A window that dies loses only that window: models/campaign is untouched here
+# until the files are copied back.
+set -u
+SECONDS_BUDGET=${1:-420}
+: "${OUT:?OUT must name the folder whose files come back (the device tool sets it)}"
+export PYTHONUNBUFFERED=1
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || { echo "error: installing .whl/ failed"; exit 1; }
+  export PYTHONPATH=/tmp/site:$PWD/src:$PWD
+else
+  export PYTHONPATH=$PWD/src:$PWD
+fi
+python3 -c "import jax, mctx, tyro, tensorboardX; print(jax.devices())" 2>&1 | tee "$OUT/gpu.log" \
+  || { echo "error: the packages do not import: run 'make gpu-wheels' here and carry .whl"; exit 1; }
+
+if [ "${BENCH:-1}" = 1 ]; then
+  # Lockstep against continuous self-play, bf16 against float32, and the search at
+  # the preset's batch: the paper's net and Double Networks, 4,096 games.
+  timeout 240 python3 -m experiments.bench --sections search,selfplay,bf16 --games 4096 \
+    --sims 64 --selfplay-games 4096 --selfplay-sims 64 --json > "$OUT/bench.json" \
+    2>> "$OUT/gpu.log"
+  echo "bench exit $?" >> "$OUT/gpu.log"
+fi
+
+RUN=/tmp/gpu-$(date +%Y%m%d-%H%M)
+# PRESET and EXTRA (more flags of experiments.selfplay) are for trying the script
+# on a small CPU run; a window uses the defaults.
+timeout "$SECONDS_BUDGET" python3 -m experiments.selfplay --preset "${PRESET:-gpu}" \
+  --init-from models/campaign --out "$RUN" ${EXTRA:-} >> "$OUT/gpu.log" 2>&1
+echo "selfplay exit $? (124: stopped by the window's timeout, as planned)" >> "$OUT/gpu.log"
+python3 -m experiments.campaign export "$RUN" --device gpu >> "$OUT/gpu.log" 2>&1 \
+  && cp "$RUN/metrics.jsonl" models/campaign/config.json models/campaign/variables.msgpack \
+        models/campaign/campaign.json "$OUT/"
