@@ -44,8 +44,6 @@ SECTION_KEYS = {
     "baseline": tuple(f"{mode}.{k}" for mode in ("single", "double")
                       for k in ("baseline_sims_per_s", "baseline_simulations",
                                 "speedup_vs_baseline")),
-    "strategies": tuple(f"double_strategies.{k}_evals_per_s"
-                        for k in ("evaluate", "vmap", "gather", "sequential", "single_net")),
     "forced": ("forced_moves.sims_per_s", "forced_moves.cost", "forced_moves.search_moves_ms",
                "answer_threats.sims_per_s", "answer_threats.cost",
                "answer_threats.search_moves_ms",
@@ -66,7 +64,7 @@ RESULT_KEYS = tuple(k for keys in SECTION_KEYS.values() for k in keys)
 # The top-level "results" entries each section writes.
 SECTION_ENTRIES = {
     "search": {"single", "double", "matmul"}, "train": {"single", "double"},
-    "baseline": {"single", "double"}, "strategies": {"double_strategies"},
+    "baseline": {"single", "double"},
     "forced": {"forced_moves", "answer_threats", "answer_four_threes", "threat_values"},
     "selfplay": {"selfplay"}, "bf16": {"bf16"}, "mentor": {"mentor"},
 }
