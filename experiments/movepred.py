@@ -41,8 +41,9 @@ import time
 from pathlib import Path
 
 from agz_jax.cli import grid_points, parse_assignment
-from agz_jax.config import Config, ConfigError, GameConfig, NetConfig, TrainConfig, get_preset
+from agz_jax.config import Config, ConfigError, GameConfig, NetConfig, TrainConfig
 from agz_jax.movepred import MovePredConfig, check
+from agz_jax.presets import get_preset
 
 _SMOKE = get_preset("smoke").replace(**{"game.size": 9, "train.batch_size": 64,
                                         "train.learning_rate": 2e-2})

@@ -41,7 +41,8 @@ import sys
 import time
 from pathlib import Path
 
-from agz_jax.config import PRESETS, ConfigError, get_preset
+from agz_jax.config import ConfigError
+from agz_jax.presets import PRESETS, get_preset
 
 
 class Tee(io.TextIOBase):

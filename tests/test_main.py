@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agz_jax.config import Config, ConfigError, get_preset
+from agz_jax.config import Config, ConfigError
+from agz_jax.presets import get_preset
 from agz_jax.run import deterministic
 
 ROOT = Path(__file__).resolve().parents[1]

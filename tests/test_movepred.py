@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from agz_jax import arena, movepred, records, replay, supervised, symmetry
-from agz_jax.config import ConfigError, get_preset
+from agz_jax.config import ConfigError
 from agz_jax.gomoku import Rules
 from agz_jax.networks import make_networks
+from agz_jax.presets import get_preset
 from experiments import movepred as cli
 
 SIZE = 7

@@ -46,17 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from agz_jax import arena, records, replay, supervised
-from agz_jax.config import (
-    TEXT,
-    Config,
-    ConfigError,
-    Section,
-    integer,
-    is_int,
-    number,
-    require,
-    setting,
-)
+from agz_jax.checks import TEXT, ConfigError, Section, integer, is_int, number, require, setting
+from agz_jax.config import Config
 from agz_jax.curriculum import imitation
 from agz_jax.gomoku import Rules
 from agz_jax.mentor import MAX_LEVEL, Mentor

@@ -85,7 +85,8 @@ import numpy as np
 
 from agz_jax import features as features_lib
 from agz_jax import symmetry
-from agz_jax.config import FeaturesConfig, Section, integer, number, one_of, require, setting
+from agz_jax.checks import Section, integer, number, one_of, require, setting
+from agz_jax.config import FeaturesConfig
 from agz_jax.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.replay import Examples
 
