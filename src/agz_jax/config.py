@@ -16,7 +16,8 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
-from agz_jax.checks import (  # noqa: F401 (agz_jax.go.movepred imports Section, number, one_of from here)
+# agz_jax.go.movepred imports Section, number and one_of from here.
+from agz_jax.checks import (  # noqa: F401
     ConfigError,
     Section,
     integer,
