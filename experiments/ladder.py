@@ -46,11 +46,10 @@ from typing import NamedTuple
 
 from agz_jax.config import ConfigError
 from experiments import arena as arena_cli
-from experiments.ladder_report import plot, table
+from experiments.ladder_report import DEFAULT_LEDGER, plot, table
 
 DEFAULT_POOL = ("random", "mentor:0", "mentor:1", "mentor:2", "mentor:3",
                 "policy:curriculum", "mcts:curriculum:400")
-DEFAULT_LEDGER = Path("docs/ladder/games.jsonl")
 # Fields every ledger line must carry (the rest are informative).
 REQUIRED = {"a": str, "b": str, "wins": int, "draws": int, "losses": int, "games": int,
             "seed": int, "size": int, "rule": str}
@@ -332,9 +331,7 @@ def write_outputs(lines: list[dict], ledger: Path) -> tuple[Path, Path]:
     fit = rating.fit(rating.Match(x["a"], x["b"], x["wins"], x["draws"], x["losses"])
                      for x in lines)
     md, png = ledger.parent / "ladder.md", ledger.parent / "ladder.png"
-    again = "python -m experiments.ladder --table-only" + (
-        "" if ledger == DEFAULT_LEDGER else f" --ledger {ledger}")
-    md.write_text(table(fit, lines, ledger, again))
+    md.write_text(table(fit, lines, ledger))
     plot(fit, lines, png)
     return md, png
 

@@ -7,12 +7,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+DEFAULT_LEDGER = Path("docs/ladder/games.jsonl")
+"""``experiments.ladder``'s ledger unless ``--ledger`` names another."""
 
-def table(fit, lines: list[dict], ledger: Path, again: str) -> str:
-    """ladder.md: the fit's ratings, best first, and how they were made (``again``:
-    the command that regenerates it)."""
+
+def table(fit, lines: list[dict], ledger: Path) -> str:
+    """ladder.md: the fit's ratings, best first, and how they were made."""
     size, rule = lines[0]["size"], lines[0]["rule"]
     games = sum(x["games"] for x in lines)
+    again = "python -m experiments.ladder --table-only" + (
+        "" if ledger == DEFAULT_LEDGER else f" --ledger {ledger}")
     how = ("`random` = 0" if fit.anchor == "random" else
            f"`{fit.anchor}` = 0 (no match of `random` in the ledger: the ledger's first "
            "player is the anchor)")
