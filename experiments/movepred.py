@@ -41,8 +41,9 @@ import time
 from pathlib import Path
 
 from agz_jax.cli import grid_points, parse_assignment
-from agz_jax.config import Config, ConfigError, GameConfig, NetConfig, TrainConfig, get_preset
+from agz_jax.config import Config, ConfigError, GameConfig, NetConfig, TrainConfig
 from agz_jax.movepred import MovePredConfig, check
+from agz_jax.presets import get_preset
 
 _SMOKE = get_preset("smoke").replace(**{"game.size": 9, "train.batch_size": 64,
                                         "train.learning_rate": 2e-2})
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     from agz_jax.cache import enable_compilation_cache
 
     enable_compilation_cache()
-    from agz_jax import movepred
+    from agz_jax import movepred, movepred_report
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "movepred.json").write_text(json.dumps({
@@ -181,9 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: top1 {held['top1']:.3f}, top5 {held['top5']:.3f}{shown}, "
               f"{rec['time']['total_s']:.0f} s", flush=True)
     labels = [label(s) for s, _, _ in points]
-    rows = movepred.table_rows(labels, recs)
-    written = movepred.write_tables(rows, recs, args.out)
-    written += movepred.plot(labels, recs, args.out)
+    rows = movepred_report.table_rows(labels, recs)
+    written = movepred_report.write_tables(rows, recs, args.out)
+    written += movepred_report.plot(labels, recs, args.out)
     print()
     print((args.out / "table.md").read_text())
     print(f"wall {time.perf_counter() - t0:.0f} s; written: "

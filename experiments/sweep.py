@@ -41,7 +41,8 @@ import sys
 import time
 from pathlib import Path
 
-from agz_jax.config import PRESETS, ConfigError, get_preset
+from agz_jax.config import ConfigError
+from agz_jax.presets import PRESETS, get_preset
 
 
 class Tee(io.TextIOBase):
@@ -222,7 +223,7 @@ def resume_step(run_dirs: list[Path]) -> int | None:
 def run_vmapped(plans, args) -> dict[Path, dict]:
     """Every setting's unfinished seeds as one vmapped group; the records of all runs."""
     from agz_jax import checkpoint, run, seeds, sweep
-    from agz_jax.engine import enable_compilation_cache
+    from agz_jax.cache import enable_compilation_cache
     from experiments import selfplay
 
     enable_compilation_cache()

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from agz_jax import checkpoint, records, run
-from agz_jax.config import get_preset
+from agz_jax.presets import get_preset
 from experiments import arena as cli
 
 ROOT = Path(__file__).resolve().parents[1]

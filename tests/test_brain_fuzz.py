@@ -20,8 +20,10 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from agz_jax import brain as brain_mod
-from agz_jax.brain import MAX_LINE, Brain, move_budget_ms, read_line, serve
+from agz_jax import brain_commands
+from agz_jax.brain import serve
+from agz_jax.brain_commands import Brain, move_budget_ms
+from agz_jax.brain_text import MAX_LINE, read_line
 from agz_jax.gomoku import Rules
 
 SIZE = 15
@@ -570,5 +572,5 @@ def test_move_budget_ms(turn, match, left, used, empty, want):
 def test_about_is_one_protocol_line():
     b, _, _ = make_brain()
     reply = one(b, b"ABOUT\r\n")
-    assert reply == brain_mod.ABOUT.format(version="0")
+    assert reply == brain_commands.ABOUT.format(version="0")
     assert re.fullmatch(r'\w+="[^"]*"(, \w+="[^"]*")*', reply), reply

@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 
 from agz_jax import checkpoint, models, run
-from agz_jax.config import get_preset
+from agz_jax.presets import get_preset
 from experiments import campaign
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agz_jax.config import Config, ConfigError, SearchConfig, get_preset
+from agz_jax.config import Config, ConfigError, SearchConfig
+from agz_jax.presets import get_preset
 
 ROOT = Path(__file__).resolve().parents[1]
 

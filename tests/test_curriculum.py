@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from agz_jax import models, supervised
-from agz_jax.config import ConfigError, get_preset
+from agz_jax.config import ConfigError
 from agz_jax.curriculum import imitation, stages
 from agz_jax.gomoku import Rules
+from agz_jax.presets import get_preset
 from experiments import curriculum as cli
 from experiments import selfplay as selfplay_cli
 

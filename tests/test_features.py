@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from agz_jax import checkpoint, features, models, run, symmetry
-from agz_jax.config import Config, ConfigError, FeaturesConfig, NetConfig, get_preset
+from agz_jax.config import Config, ConfigError, FeaturesConfig, NetConfig
 from agz_jax.engine import make_state
 from agz_jax.gomoku import BLACK, WHITE, Rules
+from agz_jax.presets import get_preset
 
 SIZE = 5
 RULES = Rules(SIZE)

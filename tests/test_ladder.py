@@ -12,7 +12,7 @@ import pytest
 from agz_jax import models, rating
 from agz_jax.rating import ELO_PER_NAT, Match
 from experiments import arena as arena_cli
-from experiments import ladder
+from experiments import ladder, ladder_report
 
 Z = 1.959963984540054
 
@@ -225,7 +225,7 @@ def test_the_plot_draws_checkpoints_against_progress(tmp_path):
     ledger_path = tmp_path / "games.jsonl"
     ledger_path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     fit = rating.fit(Match(x["a"], x["b"], x["wins"], x["draws"], x["losses"]) for x in lines)
-    series, refs = ladder.plot_series(fit, lines)
+    series, refs = ladder_report.plot_series(fit, lines)
     assert sorted(series) == ["mcts:c:8", "mcts:r:8"]  # a campaign model's series too
     assert sorted((r.player, p["games"]) for r, p in series["mcts:r:8"]) == [
         ("mcts:r:8@it1", 100), ("mcts:r:8@it2", 200)]

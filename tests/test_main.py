@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from agz_jax.config import Config, ConfigError, get_preset
+from agz_jax.config import Config, ConfigError
+from agz_jax.presets import get_preset
 from agz_jax.run import deterministic
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,7 +27,16 @@ def env(tmp_path_factory):
     # One compilation cache for the module's subprocesses, fresh for each session.
     e["AGZ_JAX_CACHE_DIR"] = str(tmp_path_factory.mktemp("xla_cache"))
     e.pop("AGZ_JAX_NO_CACHE", None)
-    return e
+    return low_opt(e)
+
+
+def low_opt(env: dict) -> dict:
+    """``env`` with XLA's backend (LLVM) optimisation level 0: about half the
+    compile time that dominates these small runs. Every run compared here runs
+    under it; the default level's numbers are tests/test_unchanged.py's."""
+    flags = env.get("XLA_FLAGS", "")
+    env["XLA_FLAGS"] = f"{flags} --xla_backend_optimization_level=0".strip()
+    return env
 
 
 def main_job(args, env, check=True, timeout=600):
@@ -118,10 +128,8 @@ def test_smoke_run_then_kill_and_resume_matches_uninterrupted(tmp_path, env):
     # Extending it with --iterations continues from 5.
     main_job(["--out", str(killed), "--resume", "--quiet", "--iterations", "6"], env)
     assert [m["iteration"] for m in read_metrics(killed)] == [0, 1, 2, 3, 4, 5, 6]
-    # Any other change on --resume is refused, naming the field.
-    bad = main_job(["--out", str(killed), "--resume", "--search.num-simulations", "4"], env,
-                   check=False)
-    assert bad.returncode == 2 and "search.num_simulations" in bad.stderr
+    # (Any other change on --resume is refused, naming the field:
+    # test_errors.test_resume_refuses_other_settings_and_accepts_its_own.)
 
     # A corrupt checkpoint gives a one-line error naming the intact one, and is left as
     # it was (tests/test_errors.py resumes from the intact one).
@@ -148,18 +156,6 @@ def test_smoke_run_then_kill_and_resume_matches_uninterrupted(tmp_path, env):
     proc = main_job(["--out", str(mismatch), "--resume", "--iterations", "6"], env,
                     check=False)
     assert proc.returncode == 2 and "does not fit the config in" in proc.stderr
-
-
-@pytest.mark.slow
-def test_same_seed_same_metrics(tmp_path, env):
-    a, b = tmp_path / "a", tmp_path / "b"
-    main_job([*SMALL, "--iterations", "2", "--out", str(a)], env)
-    main_job([*SMALL, "--iterations", "2", "--out", str(b)], env)
-    ma, mb = read_metrics(a), read_metrics(b)
-    assert [deterministic(x) for x in ma] == [deterministic(x) for x in mb]
-    c = tmp_path / "c"
-    main_job([*SMALL, "--iterations", "2", "--seed", "1", "--out", str(c)], env)
-    assert [deterministic(x) for x in read_metrics(c)] != [deterministic(x) for x in ma]
 
 
 def test_iterations_do_not_recompile():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from agz_jax import arena, models
-from agz_jax.config import get_preset
+from agz_jax.presets import get_preset
 from agz_jax.run import make_networks
 
 

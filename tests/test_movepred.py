@@ -11,10 +11,11 @@ import jax
 import numpy as np
 import pytest
 
-from agz_jax import arena, movepred, records, replay, supervised, symmetry
-from agz_jax.config import ConfigError, get_preset
+from agz_jax import arena, movepred, movepred_data, records, replay, supervised, symmetry
+from agz_jax.config import ConfigError
 from agz_jax.gomoku import Rules
 from agz_jax.networks import make_networks
+from agz_jax.presets import get_preset
 from experiments import movepred as cli
 
 SIZE = 7
@@ -25,10 +26,10 @@ CONFIG = get_preset("smoke").replace(**{
 RULES = Rules(SIZE)
 
 
-def random_games(num_games: int, seed: int, rank: int = 0, first: int = 0) -> movepred.Games:
+def random_games(num_games: int, seed: int, rank: int = 0, first: int = 0) -> movepred_data.Games:
     match = jax.jit(lambda k: arena.play_match(RULES, arena.random_player(RULES),
                                                arena.random_player(RULES), k, num_games))
-    return movepred.match_games(SIZE, match(jax.random.PRNGKey(seed)), rank, first)
+    return movepred_data.match_games(SIZE, match(jax.random.PRNGKey(seed)), rank, first)
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +44,10 @@ def psq_dir(tmp_path_factory):
 
 def test_psq_records_become_labelled_positions(psq_dir):
     d, win = psq_dir
-    games = movepred.psq_games(d)
+    games = movepred_data.psq_games(d)
     np.testing.assert_array_equal(games.length, [9, 3])
     np.testing.assert_array_equal(games.winner, [0, -1])
-    data = movepred.positions(CONFIG, games)
+    data = movepred_data.positions(CONFIG, games)
     first = data.game == 0
     np.testing.assert_array_equal(data.action[first], win)
     np.testing.assert_array_equal(data.ply[first], np.arange(9))
@@ -64,15 +65,15 @@ def test_psq_records_become_labelled_positions(psq_dir):
     assert set(np.flatnonzero(obs[:, 2])) == {8}
     assert data.legal[first][4].sum() == SIZE * SIZE - 4 and not data.legal[first][4][0]
     with pytest.raises(records.RecordError, match="no .psq"):
-        movepred.psq_games(d / "nothing")
+        movepred_data.psq_games(d / "nothing")
 
 
 def test_rank_labels_reach_the_dataset():
     config = CONFIG.replace(**{"features.ranks": 2})
-    games = movepred.concatenate([random_games(4, seed=1, rank=1, first=2),
+    games = movepred_data.concatenate([random_games(4, seed=1, rank=1, first=2),
                                   random_games(2, seed=2, rank=0, first=2)])
     np.testing.assert_array_equal(games.rank, [1, 1, 1, 1, 0, 0])
-    data = movepred.positions(config, games)
+    data = movepred_data.positions(config, games)
     assert data.ply.min() == 2  # the opening plies are not learnt
     np.testing.assert_array_equal(data.rank, np.where(data.game < 4, 1, 0))
     assert set(data.game) == set(range(6))
@@ -96,11 +97,11 @@ def test_rank_labels_reach_the_dataset():
     with pytest.raises(ConfigError, match="features.ranks"):
         movepred.check(config, movepred.MovePredConfig(levels=(0, 1, 2), num_games=18))
     with pytest.raises(ValueError, match="different plies"):
-        movepred.concatenate([games, random_games(2, seed=3)])
+        movepred_data.concatenate([games, random_games(2, seed=3)])
 
 
 def test_split_by_game_keeps_games_whole():
-    data = movepred.positions(CONFIG, random_games(10, seed=2))
+    data = movepred_data.positions(CONFIG, random_games(10, seed=2))
     train, held = supervised.split_by_game(data.game, 0.3, jax.random.PRNGKey(0))
     assert not set(data.game[train]) & set(data.game[held])
     assert len(set(data.game[held])) == 3 and train.any()
@@ -109,7 +110,7 @@ def test_split_by_game_keeps_games_whole():
 def test_augmentation_moves_the_target_with_the_board():
     # Double Networks: one ring per colour; the colour plane (3) says whose move it is
     config = CONFIG.replace(**{"net.double": True, "features.colour": True})
-    data = movepred.positions(config, random_games(4, seed=3))
+    data = movepred_data.positions(config, random_games(4, seed=3))
     buffer = movepred.training_buffer(config, data)
     sample = jax.jit(replay.sample, static_argnums=2)
     batch = jax.device_get(sample(buffer, jax.random.PRNGKey(0), 64))
@@ -138,7 +139,7 @@ def test_augmentation_moves_the_target_with_the_board():
 
 def test_training_lowers_the_loss_and_reports(psq_dir):
     mp = movepred.MovePredConfig(steps=30, log_every=15, arena_games=0)
-    data = movepred.positions(CONFIG, random_games(8, seed=4))
+    data = movepred_data.positions(CONFIG, random_games(8, seed=4))
     train, _ = supervised.split_by_game(data.game, 0.25, jax.random.PRNGKey(0))
     state, history = movepred.train(CONFIG, mp, data, train, jax.random.PRNGKey(1))
     assert [h["step"] for h in history] == [15, 30] and int(state.step) == 30

@@ -20,7 +20,8 @@ import pytest
 from test_sweep import TINY, alone, cached_env, metrics_of
 
 from agz_jax import checkpoint, models, run, seeds
-from agz_jax.config import ConfigError, get_preset
+from agz_jax.config import ConfigError
+from agz_jax.presets import get_preset
 from experiments import sweep as sweep_cli
 
 

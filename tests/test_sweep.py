@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from agz_jax import sweep
-from agz_jax.config import ConfigError, get_preset
+from agz_jax.config import ConfigError
+from agz_jax.presets import get_preset
 
 ROOT = Path(__file__).resolve().parents[1]
 

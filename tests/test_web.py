@@ -23,6 +23,7 @@ import pytest
 from tiny_models import compile_lock, random_model, xla_cache_dir
 
 from agz_jax import records
+from agz_jax.web import api
 from agz_jax.web import server as web
 
 SIZE = 15
@@ -378,16 +379,16 @@ def test_host_option_and_json_bounds():
     finally:
         srv.shutdown()
         srv.server_close()
-    assert web.parse_json(b'{"a": [[1, 2]], "b": "[[[[[[[[[[[["}') == {
+    assert api.parse_json(b'{"a": [[1, 2]], "b": "[[[[[[[[[[[["}') == {
         "a": [[1, 2]], "b": "[[[[[[[[[[[["}
-    assert web.parse_json(b'{"a": ' + b"[" * 7 + b"]" * 7 + b"}")["a"] == [[[[[[[]]]]]]]
-    assert web.parse_json(f'{{"n": {10**15 - 1}}}'.encode()) == {"n": 10**15 - 1}
+    assert api.parse_json(b'{"a": ' + b"[" * 7 + b"]" * 7 + b"}")["a"] == [[[[[[[]]]]]]]
+    assert api.parse_json(f'{{"n": {10**15 - 1}}}'.encode()) == {"n": 10**15 - 1}
     for raw, reason in [(b'{"a": ' + b"[" * 8 + b"]" * 8 + b"}", "more than 8 deep"),
                         (f'{{"n": {10**15}}}'.encode(), "16 digits"),
                         (b'{"n": -Infinity}', "-Infinity is not"),
                         (b'{"s": "\\"[[[[[[[[[[", "t": [}', "not valid JSON")]:
-        with pytest.raises(web.BadRequest, match=reason):
-            web.parse_json(raw)
+        with pytest.raises(api.BadRequest, match=reason):
+            api.parse_json(raw)
 
 
 def test_describe_an_analysis():
@@ -407,7 +408,7 @@ def test_describe_an_analysis():
     board = np.zeros(a, np.int8)
     board[99] = 1
     an = Analysis(7, 0.25, 0.625, visits / 12, prior, q, visits, 8, 4, 0.01, "search")
-    got = web.describe(an, board, 1)
+    got = api.describe(an, board, 1)
     assert got["visits"] == [int(v) for v in visits] and got["best"] == 7
     assert [c["move"] for c in got["candidates"]] == [7, 31, 30, 40]
     assert got["candidates"][1] == {"move": 31, "visits": 3, "policy": 0.25,
@@ -418,7 +419,7 @@ def test_describe_an_analysis():
     # No search (out of time): the prior is the policy, the value is unknown.
     an = Analysis(99, 0.0, 0.5, prior / prior.sum(), prior, np.full(a, np.nan), np.zeros(a), 0,
                   0, 0.0, "prior")
-    got = web.describe(an, board, 0)
+    got = api.describe(an, board, 0)
     assert got["value"] is None and got["win_prob"] is None and sum(got["visits"]) == 0
     assert [c["move"] for c in got["candidates"][:2]] == [31, 30]  # 99 holds a stone
     assert len(got["candidates"]) == 10 and all(c["q"] is None for c in got["candidates"])

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from agz_jax import models, run
-from agz_jax.config import get_preset
+from agz_jax.presets import get_preset
 
 
 def random_model(directory: Path, size: int = 15, seed: int = 0, double: bool = True) -> Path:

@@ -12,9 +12,10 @@ from agz_jax.arena import (
     random_player,
     score,
 )
-from agz_jax.config import PRESETS, Config, ConfigError, get_preset
+from agz_jax.config import Config, ConfigError
 from agz_jax.gomoku import BLACK, WHITE, Rules, State
 from agz_jax.networks import Networks, PolicyValueNet
+from agz_jax.presets import PRESETS, get_preset
 from agz_jax.search import Searcher, temperature, winning_value_decay
 from agz_jax.selfplay import Trajectory, decayed_z, make_selfplay, to_examples
 from agz_jax.train import TrainState, init_train_state, make_train_step

@@ -27,7 +27,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from agz_jax.config import PRESETS, Config, ConfigError, get_preset
+from agz_jax.config import Config, ConfigError
+from agz_jax.presets import PRESETS, get_preset
 
 # The sections of the main job (``experiments.selfplay``); the curriculum also
 # uses basic, imitate and curriculum.

@@ -42,7 +42,6 @@ import mctx
 import numpy as np
 
 from agz_jax import features, mctx_loop, search
-from agz_jax.cache import enable_compilation_cache  # noqa: F401  (kept importable)
 from agz_jax.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.models import Model
 

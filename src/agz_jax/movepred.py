@@ -6,20 +6,10 @@ accuracy on held-out *games* (Section 5, Fig. 1), accuracy by move number, and
 the playing strength of the network alone (argmax of the policy, no search)
 against a fixed opponent (Section 5.1/5.2's "% wins").
 
-Data. ``Games`` holds whole games as move lists (host numpy, small enough to
-cache on disk), from
-
-* ``mentor_games``: the rule-based mentor playing itself, at one level or at
-  several (as many games at each); a game's moves carry its level's index as
-  their *rank* label;
-* ``psq_games``: a directory of ``.psq`` records (Gomocup games,
-  ``experiments.arena --out``, ``experiments.selfplay --save-games``).
-
-``positions(config, games)`` replays them into training positions with the
-config's input features (``agz_jax.features``, so one cached set of games
-serves every feature set of a grid) and the game's rank on the state, z the
-decayed result for the side to move (``decay.gamma``, as self-play labels its
-games): ``imitation.games_to_examples``, the curriculum's own replay.
+Data (``agz_jax.movepred_data``): whole games as move lists (mentor games or
+``.psq`` records), replayed into training positions with the config's input
+features; ``load_or_make_games`` makes them once and caches them. The report's
+tables and plots are ``agz_jax.movepred_report``'s.
 
 Training (``train``): the training games' positions go into a replay buffer
 (one ring per net with Double Networks, so each net learns its colour's
@@ -39,27 +29,28 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax import arena, records, replay, supervised
-from agz_jax.config import (
-    TEXT,
-    Config,
-    ConfigError,
-    Section,
-    integer,
-    is_int,
-    number,
-    require,
-    setting,
-)
-from agz_jax.curriculum import imitation
+from agz_jax import arena, replay, supervised
+from agz_jax.checks import TEXT, ConfigError, Section, integer, is_int, number, require, setting
+from agz_jax.config import Config
 from agz_jax.gomoku import Rules
 from agz_jax.mentor import MAX_LEVEL, Mentor
+from agz_jax.movepred_data import (
+    Games,
+    Positions,
+    load_games,
+    mentor_games,
+    positions,
+    psq_games,
+    save_games,
+)
+
+# experiments/go_movepred.py imports plot from here.
+from agz_jax.movepred_report import plot  # noqa: F401
 from agz_jax.networks import make_networks
 from agz_jax.replay import Examples
 from agz_jax.train import fresh_train_state, sgd
@@ -168,112 +159,6 @@ def check(config: Config, mp: MovePredConfig) -> None:
             "must leave room on the board", mp.opening_plies)
 
 
-# ---------------------------------------------------------------------------- games
-
-
-class Games(NamedTuple):
-    """G games on one ``size`` x ``size`` board (host numpy, T = size * size).
-
-    moves int32[G, T]: actions in order, -1 after the game's end.
-    winner int32[G]: the winning colour, -1 for a draw (or an unfinished record).
-    length int32[G]: plies played.
-    rank int32[G]: the rank label of the game's moves (both players').
-    first: the first ply learnt from in every game (random openings are not).
-    """
-
-    size: int
-    moves: np.ndarray
-    winner: np.ndarray
-    length: np.ndarray
-    rank: np.ndarray
-    first: int
-
-    @property
-    def count(self) -> int:
-        return len(self.length)
-
-
-def save_games(path: Path, games: Games) -> None:
-    np.savez_compressed(path, **games._asdict())
-
-
-def load_games(path: Path) -> Games:
-    with np.load(path) as f:
-        return Games(int(f["size"]), f["moves"], f["winner"], f["length"], f["rank"],
-                     int(f["first"]))
-
-
-def mentor_games(rules: Rules, levels, num_games: int, opening_plies: int,
-                 key: jax.Array) -> Games:
-    """``num_games`` mentor games, ``num_games / len(levels)`` at each level (the
-    mentor playing itself, ``imitation.play_mentor_games``); a game's rank label
-    is its level's index in ``levels`` (0 = the first)."""
-    levels = tuple(levels)
-    per_level = num_games // len(levels)
-    if per_level * len(levels) != num_games or per_level % 2:
-        raise ValueError(f"num_games {num_games} is not 2 x a multiple of {len(levels)} levels")
-    return concatenate([
-        match_games(rules.size, _mentor_match(rules, level, per_level, opening_plies)(
-            jax.random.fold_in(key, i)), i, opening_plies)
-        for i, level in enumerate(levels)])
-
-
-@functools.cache
-def _mentor_match(rules: Rules, level: int, num_games: int, plies: int):
-    # only the match is returned: XLA drops the positions play_mentor_games makes
-    return jax.jit(lambda key: imitation.play_mentor_games(rules, level, key, num_games,
-                                                           plies, 1.0).result)
-
-
-def match_games(size: int, result: arena.MatchResult, rank: int = 0, first: int = 0) -> Games:
-    """The games of an ``arena.play_match`` result, labelled ``rank``, learnt from
-    ply ``first`` on."""
-    result = jax.device_get(result)
-    count = len(result.length)
-    return Games(size, np.asarray(result.moves).T.astype(np.int32),
-                 np.asarray(result.winner, np.int32), np.asarray(result.length, np.int32),
-                 np.full(count, rank, np.int32), int(first))
-
-
-def concatenate(parts: list[Games]) -> Games:
-    """One Games of several (on one board, learnt from the same ply)."""
-    if len({(p.size, p.first) for p in parts}) != 1:
-        raise ValueError("games on different boards or learnt from different plies")
-    return Games(parts[0].size, *(np.concatenate([getattr(p, k) for p in parts])
-                                  for k in ("moves", "winner", "length", "rank")),
-                 parts[0].first)
-
-
-def psq_games(directory: Path, rule: str = "freestyle", size: int | None = None) -> Games:
-    """Every ``*.psq`` file of ``directory`` (sorted by name), replayed and checked
-    (``records.to_states``); the winner is the replay's, a record that stops
-    before the end counts as a draw. RecordError on a malformed record or a
-    board of another size."""
-    paths = sorted(Path(directory).glob("*.psq"))
-    if not paths:
-        raise records.RecordError(f"{directory}: no .psq files")
-    games = []
-    for path in paths:
-        record = records.read_psq(path)
-        if size is None:
-            size = record.size
-        if record.size != size:
-            raise records.RecordError(f"{path}: a {record.size}x{record.size} board, the "
-                                      f"others are {size}x{size}")
-        try:
-            final = records.to_states(record, rule)
-        except records.RecordError as e:
-            raise records.RecordError(f"{path}: {e}") from e
-        games.append((record.moves, int(final.winner)))
-    t = size * size
-    moves = np.full((len(games), t), -1, np.int32)
-    for i, (m, _) in enumerate(games):
-        moves[i, :len(m)] = m
-    length = np.asarray([len(m) for m, _ in games], np.int32)
-    return Games(size, moves, np.asarray([w for _, w in games], np.int32), length,
-                 np.zeros(len(games), np.int32), 0)
-
-
 def load_or_make_games(config: Config, mp: MovePredConfig, cache: Path | None = None,
                        say: Callable[[str], None] = print) -> Games:
     """The games of ``mp`` (mentor games or records), cached as ``cache/games.npz``
@@ -306,78 +191,6 @@ def load_or_make_games(config: Config, mp: MovePredConfig, cache: Path | None = 
         save_games(cache / "games.npz", games)
         (cache / "games.json").write_text(json.dumps(spec, indent=2))
     return games
-
-
-# ---------------------------------------------------------------------------- positions
-
-
-class Positions(NamedTuple):
-    """M positions (host numpy) of some games, the move played at each.
-
-    obs int8[M, H, W, C] (the config's features), action int32[M] (the label),
-    z float32[M] (decayed result for the side to move), to_play int32[M],
-    game int32[M] (index in the Games), ply int32[M] (0-based move number),
-    rank int32[M] (the rank label of the move).
-    """
-
-    obs: np.ndarray
-    action: np.ndarray
-    z: np.ndarray
-    to_play: np.ndarray
-    game: np.ndarray
-    ply: np.ndarray
-    rank: np.ndarray
-
-    def select(self, mask) -> Positions:
-        return Positions(*(x[mask] for x in self))
-
-    @property
-    def legal(self) -> np.ndarray:
-        """bool[M, A]: the empty points (features' planes 0 and 1 are the stones)."""
-        return ((self.obs[..., 0] == 0) & (self.obs[..., 1] == 0)).reshape(len(self.obs), -1)
-
-
-_CHUNK = 128  # games replayed per call (the last chunk padded): one compilation per config
-
-
-@functools.cache
-def _replay_fn(config: Config):
-    rules = Rules(config.game.size, config.game.rule)
-
-    @jax.jit
-    def replay_chunk(moves, winner, length, rank, first):
-        """moves [T, G], winner/length/rank [G] -> (Examples, actions) [T * G]."""
-        result = arena.MatchResult(winner, jnp.zeros_like(length, bool), length, moves)
-        g = imitation.games_to_examples(rules, result, first, config.decay.gamma,
-                                        config.features, rank)
-        return g.examples._replace(policy=None), g.action
-
-    return replay_chunk
-
-
-def positions(config: Config, games: Games) -> Positions:
-    """Every learnt position of ``games`` (plies ``first <= t < length``), observed
-    with ``config``'s features and each game's rank (``imitation.games_to_examples``)."""
-    if games.size != config.game.size:
-        raise ConfigError(f"game.size is {config.game.size}, the games are on "
-                          f"{games.size}x{games.size}")
-    replay_chunk = _replay_fn(config)
-    parts = []
-    for start in range(0, games.count, _CHUNK):
-        idx = np.arange(start, start + _CHUNK)
-        real = idx < games.count
-        idx = np.minimum(idx, games.count - 1)
-        length = np.where(real, games.length[idx], 0)  # padding games: no valid ply
-        ex, action = jax.device_get(replay_chunk(
-            games.moves[idx].T, games.winner[idx], length, games.rank[idx],
-            np.int32(games.first)))
-        valid = ex.valid
-        game = np.tile(idx, games.size ** 2)  # flattened ply-major, as the examples
-        ply = np.repeat(np.arange(games.size ** 2), _CHUNK)
-        parts.append(Positions(ex.obs[valid], action[valid].astype(np.int32), ex.z[valid],
-                               ex.to_play[valid].astype(np.int32), game[valid].astype(np.int32),
-                               ply[valid].astype(np.int32), games.rank[game[valid]]))
-    return Positions(*(np.concatenate(xs) for xs in zip(*parts, strict=True)))
 
 
 # ---------------------------------------------------------------------------- training
@@ -576,142 +389,3 @@ def run_setting(config: Config, mp: MovePredConfig, games: Games, out: Path | No
         (out / "record.json").write_text(json.dumps(record, indent=2, sort_keys=True))
     return record
 
-
-# ---------------------------------------------------------------------------- reports
-
-
-def table_rows(labels: list[str], recs: list[dict]) -> list[dict]:
-    """One row per setting (Maddison et al., Section 5.1/5.2's table): parameters,
-    held-out accuracy, and the raw net's score against the opponent with its
-    standard error; with rank conditioning, the score asked to play at the highest
-    rank and at the lowest."""
-    rows = []
-    for label, rec in zip(labels, recs, strict=True):
-        held = rec["heldout"]
-        row = {"setting": label, "params": rec["params"], "nets": rec["nets"],
-               "train_positions": rec["train_positions"],
-               "heldout_games": held["games"], "heldout_positions": held["positions"],
-               "top1": held["top1"], "top5": held["top5"], "top10": held["top10"],
-               "policy_ce": held["policy_ce"], "value_mse": held["value_mse"],
-               "opponent": rec["movepred"]["opponent"], "train_s": rec["time"]["train_s"]}
-        if "top1_by_rank" in held:
-            row["top1_by_rank"] = json.dumps(held["top1_by_rank"])
-        if rec["strength"]:
-            best, low = rec["strength"][-1], rec["strength"][0]
-            row.update({"score": best["score"], "score_se": best["se"],
-                        "wins": best["wins"], "draws": best["draws"],
-                        "losses": best["losses"], "games": best["games"]})
-            if len(rec["strength"]) > 1:
-                row.update({"rank_high": best["rank"], "rank_low": low["rank"],
-                            "score_low_rank": low["score"], "score_low_rank_se": low["se"],
-                            "wins_low_rank": low["wins"], "draws_low_rank": low["draws"],
-                            "losses_low_rank": low["losses"]})
-        rows.append(row)
-    return rows
-
-
-def write_tables(rows: list[dict], recs: list[dict], out: Path) -> list[Path]:
-    """``table.csv``, ``table.md`` and ``by_move.csv`` (top-1 accuracy per bin of
-    move numbers, one column per setting) in ``out``."""
-    import csv
-    import io
-
-    fields = list(dict.fromkeys(k for r in rows for k in r))
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    (out / "table.csv").write_text(buf.getvalue())
-    (out / "table.md").write_text(markdown(rows))
-    edges = max((r["heldout"]["by_move"]["edges"] for r in recs), key=len)
-    lines = ["plies," + ",".join(f'"{r["setting"]}"' for r in rows)]
-    for i in range(len(edges) - 1):
-        cells = []
-        for rec in recs:
-            acc = rec["heldout"]["by_move"]["accuracy"]
-            v = acc[i] if i < len(acc) else float("nan")
-            cells.append("" if v is None or math.isnan(v) else f"{v:.4f}")
-        lines.append(f"{edges[i]}-{edges[i + 1] - 1}," + ",".join(cells))
-    (out / "by_move.csv").write_text("\n".join(lines) + "\n")
-    return [out / "table.csv", out / "table.md", out / "by_move.csv"]
-
-
-def markdown(rows: list[dict]) -> str:
-    """The table in Markdown: accuracies in %, scores in % ± standard error."""
-    opponent = rows[0]["opponent"] if rows else ""
-    ranked = any("rank_high" in r for r in rows)
-    head = ["setting", "params", "top-1 %", "top-5 %", "top-10 %", "policy CE", "value MSE",
-            f"score vs {opponent} % (W/D/L)"]
-    if ranked:
-        head.append(f"score vs {opponent} at the lowest rank % (W/D/L)")
-    head.append("train s")
-    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
-    for r in rows:
-        cells = [r["setting"], f"{r['params']:,}", f"{100 * r['top1']:.1f}",
-                 f"{100 * r['top5']:.1f}", f"{100 * r['top10']:.1f}",
-                 f"{r['policy_ce']:.3f}", f"{r['value_mse']:.3f}"]
-        if "score" in r:
-            cells.append(f"{100 * r['score']:.1f} ± {100 * r['score_se']:.1f} "
-                         f"({r['wins']}/{r['draws']}/{r['losses']})")
-        else:
-            cells.append("")
-        if ranked:
-            cells.append(f"{100 * r['score_low_rank']:.1f} ± {100 * r['score_low_rank_se']:.1f} "
-                         f"({r['wins_low_rank']}/{r['draws_low_rank']}/{r['losses_low_rank']})"
-                         if "rank_high" in r else "")
-        cells.append(f"{r['train_s']:.0f}")
-        lines.append("| " + " | ".join(cells) + " |")
-    if rows:
-        r = rows[0]
-        lines += ["", f"Held-out: {r['heldout_games']} whole games ({r['heldout_positions']} "
-                  "positions) never trained on. Score = (wins + draws / 2) / games of the raw "
-                  "net (policy argmax, no search) ± its standard error; params: all nets "
-                  "together."]
-        if ranked:
-            lines.append("The score column of a rank-conditioned net is asked to play at the "
-                         "highest rank; the next at the lowest.")
-        for r in rows:
-            if "top1_by_rank" in r:
-                cells = "; ".join(
-                    f"rank {t} moves: " + ", ".join(f"asked {a} {100 * v:.1f}%"
-                                                    for a, v in enumerate(row) if v is not None)
-                    for t, row in enumerate(json.loads(r["top1_by_rank"])))
-                lines.append(f"Held-out top-1 of {r['setting']} by the moves' rank, the net "
-                             f"asked at each rank: {cells}.")
-    return "\n".join(lines) + "\n"
-
-
-def plot(labels: list[str], recs: list[dict], out: Path) -> list[Path]:
-    """``topn.png`` (held-out top-n accuracy for n = 1..10, Maddison et al.'s
-    Fig. 1) and ``by_move.png`` (top-1 accuracy by move number) in ``out``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    def lines(name, curves, xlabel, ylabel, title):
-        fig, ax = plt.subplots(figsize=(5.2, 3.8))
-        for i, (label, (x, y)) in enumerate(zip(labels, curves, strict=True)):
-            ax.plot(x, 100 * np.asarray(y, float), marker="o", markersize=3,
-                    color=f"C{i % 10}", label=label)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(ylabel)
-        ax.set_ylim(0, 100)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-        ax.set_title(title, fontsize=9)
-        fig.tight_layout()
-        fig.savefig(out / name, dpi=90)
-        plt.close(fig)
-        return out / name
-
-    topn = [(range(1, len(r["heldout"]["topn"]) + 1), r["heldout"]["topn"]) for r in recs]
-    by_move = []
-    for r in recs:
-        edges = np.asarray(r["heldout"]["by_move"]["edges"], float)
-        acc = [np.nan if v is None else v for v in r["heldout"]["by_move"]["accuracy"]]
-        by_move.append(((edges[:-1] + edges[1:] - 1) / 2, acc))
-    return [lines("topn.png", topn, "n", "held-out top-n accuracy (%)",
-                  "move prediction: the move played is among the net's n best"),
-            lines("by_move.png", by_move, "move number (plies, bin centre)",
-                  "held-out top-1 accuracy (%)", "top-1 accuracy by move number")]

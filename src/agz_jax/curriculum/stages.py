@@ -37,11 +37,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from agz_jax import arena, checkpoint, models, replay, run, supervised, train
-from agz_jax.config import STAGES, Config, ConfigError
+from agz_jax.config import Config, ConfigError
 from agz_jax.curriculum import basic_rules, imitation
 from agz_jax.mentor import Mentor
 from agz_jax.networks import make_networks
 from agz_jax.search import Searcher
+from agz_jax.sections import STAGES
 from agz_jax.train import TrainState, fresh_train_state
 
 Stage = Callable[[TrainState, jax.Array], tuple[TrainState, dict]]

@@ -1,0 +1,134 @@
+"""The presets: named configs, plain data (``PRESETS[name]`` is a ``Config``).
+
+``smoke`` checks the whole loop in about a minute; ``cpu`` is ``make
+selfplay``'s; ``curriculum`` the shipped model's; ``paper`` the paper's
+settings; ``campaign`` the CPU self-play campaign's; ``gpu`` one accelerator's.
+"""
+
+from __future__ import annotations
+
+from agz_jax.config import (
+    BasicConfig,
+    Config,
+    ConfigError,
+    DecayConfig,
+    EvalConfig,
+    GameConfig,
+    GatingConfig,
+    ImitateConfig,
+    NetConfig,
+    OpeningsConfig,
+    ReplayConfig,
+    SearchConfig,
+    SelfPlayConfig,
+    TrainConfig,
+)
+
+PRESETS: dict[str, Config] = {
+    # A tiny everything: checks the whole loop in about a minute on 2 CPU cores.
+    "smoke": Config(
+        iterations=3,
+        game=GameConfig(size=7),
+        net=NetConfig(filters=8, blocks=1, value_hidden=8),
+        search=SearchConfig(num_simulations=8),
+        selfplay=SelfPlayConfig(num_games=8),
+        replay=ReplayConfig(capacity=2048),
+        train=TrainConfig(batch_size=32, steps_per_iteration=4, min_replay=32),
+        gating=GatingConfig(num_games=4, num_simulations=8),
+        eval=EvalConfig(every=0, num_games=4, num_simulations=8),
+        basic=BasicConfig(num_positions=256, held_out=64, steps=4),
+        imitate=ImitateConfig(level=0, num_games=8, opening_plies=2, rounds=2,
+                              steps_per_round=4, capacity=2048, eval_games=2,
+                              eval_simulations=4),
+    ),
+    # The default of `make selfplay`: the paper's net and Double Networks on a
+    # 9x9 board, with Gumbel search (its improved-policy targets need far fewer
+    # simulations than PUCT's visit counts); about 15 minutes on 2 CPU cores.
+    "cpu": Config(
+        iterations=30,
+        game=GameConfig(size=9),
+        net=NetConfig(filters=32, blocks=2, double=True),
+        search=SearchConfig(algorithm="gumbel", num_simulations=16),
+        selfplay=SelfPlayConfig(num_games=64),
+        replay=ReplayConfig(capacity=20_000),
+        train=TrainConfig(batch_size=128, steps_per_iteration=40, min_replay=256,
+                          learning_rate=2e-2),
+        gating=GatingConfig(num_games=16, num_simulations=16),
+        eval=EvalConfig(every=10, num_games=100, num_simulations=16),
+    ),
+    # The whole curriculum on the paper's 15x15 board and net, sized for 2 CPU
+    # cores (the shipped models/default): `python -m experiments.curriculum`.
+    "curriculum": Config(
+        iterations=5,
+        game=GameConfig(size=15),
+        net=NetConfig(filters=32, blocks=2, double=True),
+        search=SearchConfig(algorithm="gumbel", num_simulations=16),
+        selfplay=SelfPlayConfig(num_games=64),
+        replay=ReplayConfig(capacity=50_000),
+        train=TrainConfig(batch_size=256, steps_per_iteration=60, min_replay=256,
+                          learning_rate=2e-2),
+        gating=GatingConfig(num_games=16, num_simulations=16),
+        eval=EvalConfig(every=3, num_games=50, num_simulations=16),
+        basic=BasicConfig(num_positions=80_000, held_out=2_000, steps=400),
+        imitate=ImitateConfig(level=2, num_games=256, opening_plies=4, rounds=2,
+                              steps_per_round=500, capacity=100_000, eval_games=20,
+                              eval_simulations=64, target_score=0.75),
+    ),
+    # The paper's settings (Section III/IV; original code's hyper-parameters).
+    "paper": Config(
+        iterations=1000,
+        game=GameConfig(size=15),
+        net=NetConfig(filters=32, blocks=2, double=True),
+        search=SearchConfig(num_simulations=1600, c_puct=5.0),
+        decay=DecayConfig(gamma=0.95),
+        selfplay=SelfPlayConfig(num_games=64),
+        replay=ReplayConfig(capacity=500_000),
+        train=TrainConfig(batch_size=512, steps_per_iteration=200, learning_rate=2e-3,
+                          momentum=0.9, nesterov=True, l2=1e-4, min_replay=4096),
+        gating=GatingConfig(num_games=40, num_simulations=400, threshold=0.55),
+        eval=EvalConfig(every=10, num_games=100, num_simulations=400),
+    ),
+    # The self-play campaign on the CPU (docs/campaign.md): the shipped
+    # model's search and nets, continuous self-play from balanced openings.
+    "campaign": Config(
+        seed=23,
+        iterations=1000,
+        game=GameConfig(size=15),
+        net=NetConfig(filters=32, blocks=2, double=True),
+        search=SearchConfig(algorithm="gumbel", num_simulations=32, max_considered_actions=16,
+                            forced_moves=True, answer_threats=True, answer_four_threes=True),
+        selfplay=SelfPlayConfig(num_games=64, continuous=True, steps=48),
+        openings=OpeningsConfig(path="balanced15", empty_fraction=0.1),
+        replay=ReplayConfig(capacity=100_000),
+        train=TrainConfig(batch_size=256, steps_per_iteration=40, min_replay=2048,
+                          learning_rate=5e-3),
+        gating=GatingConfig(num_games=32, num_simulations=32, every=2, chunk=8),
+        eval=EvalConfig(every=0, num_games=50, num_simulations=16),
+    ),
+    # The paper's game, net and Double Networks on one accelerator: thousands of
+    # continuous self-play slots (GPU work wants batches in the thousands), no
+    # gating or evaluation match in the loop (AlphaZero's way; the ladder,
+    # `python -m experiments.ladder`, rates checkpoints outside it), so that
+    # self-play takes most of each iteration.
+    "gpu": Config(
+        iterations=500,
+        game=GameConfig(size=15),
+        net=NetConfig(filters=32, blocks=2, double=True),
+        search=SearchConfig(algorithm="gumbel", num_simulations=64, max_considered_actions=16),
+        # 262k positions per iteration; each is sampled about three times (400 x 1024
+        # per net over 131k positions per net), and the replay holds four iterations.
+        selfplay=SelfPlayConfig(num_games=4096, continuous=True, steps=64),
+        openings=OpeningsConfig(path="balanced15", empty_fraction=0.1),
+        replay=ReplayConfig(capacity=500_000),
+        train=TrainConfig(batch_size=1024, steps_per_iteration=400, min_replay=65_536,
+                          learning_rate=5e-3),
+        gating=GatingConfig(enabled=False, num_games=64, num_simulations=64),
+        eval=EvalConfig(every=0, num_games=100, num_simulations=64),
+    ),
+}
+
+
+def get_preset(name: str) -> Config:
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+    return PRESETS[name]
