@@ -64,3 +64,23 @@ def test_an_engine_that_is_not_pachi_is_refused(tmp_path):
     path.chmod(0o755)
     with pytest.raises(FileNotFoundError, match="no Pachi Go engine"):
         play.opponent("pachi", 9, 7.5, path=str(path))
+
+
+def test_match_starts_pachi_again_for_every_game_with_its_seed(tmp_path):
+    """``go_match``: game i of a match against Pachi is played by a Pachi started
+    with ``-s SEED+i`` (a resumed match replays no earlier game); GnuGo keeps
+    its one process (it is reseeded by ``set_random_seed``)."""
+    from types import SimpleNamespace
+
+    from experiments import go_match
+
+    args = SimpleNamespace(opponent="pachi", size=9, komi=7.5, level=10, playouts=1000,
+                           seed=5, engine_path=fake_pachi(tmp_path, old=False), threads=1)
+    first = go_match.opponent_for_game(args, 3, None)
+    second = go_match.opponent_for_game(args, 4, first)
+    try:
+        assert first.settings["argv"][first.settings["argv"].index("-s") + 1] == "8"
+        assert second.settings["argv"][second.settings["argv"].index("-s") + 1] == "9"
+        assert first.engine.proc.poll() is not None and second.engine.proc.poll() is None
+    finally:
+        second.close()
