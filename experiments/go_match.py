@@ -9,7 +9,7 @@ Our engine runs as its own process (``python -m agz_jax.go.gtp_engine``: the
 GTP engine a GTP manager would start) and the two engines are driven over GTP.
 Colours alternate (the net is black in the even games). Game ``i`` is played
 with the opponent's random seed ``--seed + i`` (GnuGo's ``set_random_seed``;
-Pachi keeps one process, seeded once), so the games differ; identical games are
+Pachi is started again for each game with ``-s``), so the games differ; identical games are
 counted (the paper excluded duplicates) and the score is also given without
 them. Every game is scored under Chinese rules by a separate GnuGo referee
 (``final_score``: GnuGo judges dead stones), as Maddison et al. had theirs; a
@@ -82,6 +82,22 @@ def totals(games: list[dict]) -> dict:
             "mean_moves": sum(g["moves"] for g in games) / n if n else 0.0}
 
 
+def opponent_for_game(args, game: int, current: play.Opponent | None) -> play.Opponent:
+    """The opponent of game ``game``, seeded with ``args.seed + game``. GnuGo
+    keeps one process and is reseeded by ``set_random_seed`` (``play.new_game``);
+    Pachi has no such command, so it is started again for every game with ``-s
+    seed``: game i is then the same game however the match was interrupted and
+    resumed (one process seeded once replayed its first games after a resume)."""
+    if current is not None and args.opponent == "gnugo":
+        return current
+    if current is not None:
+        current.close()
+    seed = args.seed if args.opponent == "gnugo" else args.seed + game
+    return play.opponent(args.opponent, args.size, args.komi, level=args.level,
+                         playouts=args.playouts, seed=seed, path=args.engine_path,
+                         threads=args.threads)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     out = args.out
@@ -119,20 +135,19 @@ def main(argv=None) -> int:
     opp = None
     referee = play.opponent("gnugo", args.size, args.komi, level=10)
     try:
-        opp = play.opponent(args.opponent, args.size, args.komi, level=args.level,
-                            playouts=args.playouts, seed=args.seed, path=args.engine_path,
-                            threads=args.threads)
-        state["opponent"] = opp.settings
+        start = len(state["games"])
+        opp = opponent_for_game(args, start, None)
+        state["opponent"] = {**opp.settings, "seed": f"{args.seed} + game"}
         state["referee"] = referee.settings
         state["ours"] = {"argv": ours_argv, "name": ours.send("name"),
                          "version": ours.send("version"), "net": config.to_dict(),
                          "model": model_meta}
         state["paper"] = PAPER[args.opponent]
         t0 = time.perf_counter()
-        start = len(state["games"])
         for i in range(start, args.games):
             net_colour = BLACK if i % 2 == 0 else WHITE
             seed = args.seed + i
+            opp = opponent_for_game(args, i, opp)
             play.new_game(ours, args.size, args.komi)
             play.new_game(opp.engine, args.size, args.komi,
                           seed if args.opponent == "gnugo" else None)

