@@ -383,12 +383,15 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
     assert f"{check['equivalents']:.0f} game equivalents against the pre-registered 4" in md
     assert (out / "report" / "curves.png").stat().st_size > 10_000
 
-    # again: nothing is trained or played twice
+    # again (the state given too: not restored over a sweep that holds its runs):
+    # nothing is trained or played twice
     ledger_before = (out / "games.jsonl").read_bytes()
     capsys.readouterr()
-    assert cli.main(["run", "--config", str(config), "--out", str(out)]) == 0
+    assert cli.main(["run", "--config", str(config), "--out", str(out), "--state",
+                     str(state)]) == 0
     said = capsys.readouterr().out
     assert "snapshot" not in said and "match" not in said and "curriculum (" not in said
+    assert "not restored" in said
     assert (out / "games.jsonl").read_bytes() == ledger_before
     assert cli.main(["status", "--out", str(out)]) == 0
     assert capsys.readouterr().out.count(": done, iteration") == 4
