@@ -108,6 +108,27 @@ def test_committed_sweep_is_the_issue_s_design():
     assert plan.evaluation.target_score == 0.8
 
 
+def test_committed_state_is_of_the_committed_sweep_and_intact():
+    """experiments/ablation_state (the sweep's state, continued in the next
+    session) is a state of experiments/ablation.toml, every file as saved, and
+    git tracks its runs/ (the repository ignores runs/ elsewhere)."""
+    import subprocess
+
+    from experiments import ablation as cli
+
+    state = ROOT / "experiments" / "ablation_state"
+    manifest = cli.check_state(ablation.load(ROOT / "experiments" / "ablation.toml"), state)
+    for rel, digest in manifest["files"].items():
+        assert cli.sha256(state / rel) == digest, rel
+    finished = json.loads((state / "index.json").read_text())["runs"]
+    assert len(manifest["finished"]) == len(finished) and all(r["done"] for r in finished)
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    probe = "experiments/ablation_state/runs/arm/seed_0/selfplay/metrics.jsonl"
+    ignored = subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT)
+    assert ignored.returncode == 1, f"git ignores {probe}: the state would not be committed"
+
+
 @pytest.mark.parametrize("edit, field", [
     (lambda s: s.update(colour="x"), "unknown key 'colour'"),
     (lambda s: s.update(games_per_arm=10), "games_per_arm (10) must be a multiple"),
