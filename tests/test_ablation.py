@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -105,6 +106,27 @@ def test_committed_sweep_is_the_issue_s_design():
     assert "selfplay" not in plan.curriculum_config(curriculum, 0).curriculum.stages
     assert plan.evaluation.target == "mentor:3" and plan.evaluation.target_games == 100
     assert plan.evaluation.target_score == 0.8
+
+
+def test_committed_state_is_of_the_committed_sweep_and_intact():
+    """experiments/ablation_state (the sweep's state, continued in the next
+    session) is a state of experiments/ablation.toml, every file as saved, and
+    git tracks its runs/ (the repository ignores runs/ elsewhere)."""
+    import subprocess
+
+    from experiments import ablation as cli
+
+    state = ROOT / "experiments" / "ablation_state"
+    manifest = cli.check_state(ablation.load(ROOT / "experiments" / "ablation.toml"), state)
+    for rel, digest in manifest["files"].items():
+        assert cli.sha256(state / rel) == digest, rel
+    finished = json.loads((state / "index.json").read_text())["runs"]
+    assert len(manifest["finished"]) == len(finished) and all(r["done"] for r in finished)
+    if not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    probe = "experiments/ablation_state/runs/arm/seed_0/selfplay/metrics.jsonl"
+    ignored = subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT)
+    assert ignored.returncode == 1, f"git ignores {probe}: the state would not be committed"
 
 
 @pytest.mark.parametrize("edit, field", [
@@ -249,15 +271,81 @@ def cache_env(monkeypatch):
         monkeypatch.setenv("AGZ_JAX_NO_CACHE", "1")
 
 
-def test_pipeline_end_to_end(tmp_path, cache_env, capsys):
+def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
+    """The sweep is interrupted in its last run, saved into a state, its
+    directory deleted, restored from the state and continued; the same sweep
+    continued in place (which kept everything) is the reference."""
     from agz_jax import models
     from experiments import ablation as cli
     from experiments import ladder
 
     config, out, docs = tmp_path / "tiny.toml", tmp_path / "sweep", tmp_path / "docs"
+    state, ref = tmp_path / "state", tmp_path / "reference"
     config.write_text(TINY)
-    assert cli.main(["run", "--config", str(config), "--out", str(out)]) == 0
     plan = ablation.load(config)
+
+    # interrupted in the last run (curriculum, seed 1), after its curriculum, its
+    # first snapshot and that snapshot's matches, before its self-play
+    train_to = cli.train_to
+
+    def interrupted(sdir, *args):
+        if "curriculum/seed_1" in str(sdir):
+            raise KeyboardInterrupt
+        return train_to(sdir, *args)
+
+    monkeypatch.setattr(cli, "train_to", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(["run", "--config", str(config), "--out", str(out)])
+    monkeypatch.setattr(cli, "train_to", train_to)
+    lost = [x for x in ladder.read_ledger(out / "games.jsonl")
+            if "curriculum/s1@" in x["a"] + x["b"]]
+    assert lost and all("curriculum/s1@g4" in x["a"] + x["b"] for x in lost)
+
+    # the state: the 3 finished runs and their matches; of the nets, only those a
+    # match still to come plays (scratch seed 1 at 8 games, the peer of the
+    # unfinished run's last snapshot): seed 0 is complete, 0 games have no peers
+    capsys.readouterr()
+    assert cli.main(["save", "--out", str(out), "--state", str(state)]) == 0
+    said = capsys.readouterr().out
+    assert "3 finished runs" in said and "not kept: curriculum seed 1" in said
+    manifest = json.loads((state / "STATE.json").read_text())
+    assert manifest["nets"] == ["runs/scratch/seed_1/snapshots/it2"]
+    kept = json.loads((state / "index.json").read_text())
+    assert sorted((r["arm"], r["seed"]) for r in kept["runs"]) == [
+        ("curriculum", 0), ("scratch", 0), ("scratch", 1)]
+    assert len(ladder.read_ledger(state / "games.jsonl")) == (
+        len(ladder.read_ledger(out / "games.jsonl")) - len(lost))
+    assert (state / "runs/scratch/seed_0/selfplay/metrics.jsonl").exists()
+    assert not (state / "runs/scratch/seed_0/snapshots").exists()
+    assert sorted(manifest["files"]) == sorted(
+        str(p.relative_to(state)) for p in state.rglob("*") if p.is_file()
+        and p.name != "STATE.json")
+    # status reads the state as it reads a sweep directory
+    assert cli.main(["status", "--out", str(state)]) == 0
+    assert capsys.readouterr().out.count(": done, iteration") == 3
+
+    # the reference continues in place; the sweep's directory is deleted and
+    # restored from the state, its unfinished run done again from its beginning
+    shutil.copytree(out, ref)
+    shutil.rmtree(out)
+    assert cli.main(["run", "--config", str(config), "--out", str(ref)]) == 0
+    assert cli.main(["run", "--config", str(config), "--out", str(out), "--state",
+                     str(state)]) == 0
+    said = capsys.readouterr().out
+    assert "restored from" in said and "curriculum (basic)" in said
+    index, reference = (json.loads((d / "index.json").read_text()) for d in (out, ref))
+    timing = ("cpu_s", "wall_s")
+    for r, q in zip(index["runs"], reference["runs"], strict=True):
+        assert [{k: v for k, v in s.items() if k not in timing} for s in r["snapshots"]] == [
+            {k: v for k, v in s.items() if k not in timing} for s in q["snapshots"]]
+        assert (r["arm"], r["seed"], r["done"]) == (q["arm"], q["seed"], q["done"])
+    record = ("a", "b", "wins", "draws", "losses", "games", "seed", "size", "rule")
+    assert [[x[k] for k in record] for x in ladder.read_ledger(out / "games.jsonl")] == [
+        [x[k] for k in record] for x in ladder.read_ledger(ref / "games.jsonl")]
+    redone, other = (models.load(d / index["runs"][-1]["snapshots"][-1]["model"]).variables
+                     for d in (out, ref))
+    assert all(np.array_equal(x, y) for x, y in zip(
+        *(jax_leaves(v) for v in (redone, other)), strict=True))
     index = json.loads((out / "index.json").read_text())
     assert len(index["runs"]) == 4 and all(r["done"] for r in index["runs"])
     for r in index["runs"]:
@@ -274,15 +362,16 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys):
         rows = sweep.read_history(rdir / "selfplay")
         assert [h["iteration"] for h in rows] == list(range(1, plan.iterations(arm) + 1))
         assert all(h["time/cpu_seconds"] > 0 for h in rows)
-        # the final snapshot is the run's best net; a curriculum run starts from its nets
-        final = models.load(out / snaps[-1]["model"]).variables
-        best = models.load(rdir / "selfplay").variables
+        # the final snapshot is the run's best net; a curriculum run starts from its
+        # nets (in the reference: the restored runs came without their nets)
+        final = models.load(ref / snaps[-1]["model"]).variables
+        best = models.load(ref / rdir.relative_to(out) / "selfplay").variables
         assert all(np.array_equal(x, y) for x, y in zip(
             *(jax_leaves(v) for v in (final, best)), strict=True))
         if arm.curriculum:
             assert r["curriculum"]["cpu_s"] > 0 and cpu[0] == r["curriculum"]["cpu_s"]
-            start = models.load(rdir / "curriculum").variables
-            first = models.load(out / snaps[0]["model"]).variables
+            start = models.load(ref / rdir.relative_to(out) / "curriculum").variables
+            first = models.load(ref / snaps[0]["model"]).variables
             assert all(np.array_equal(x, y) for x, y in zip(
                 *(jax_leaves(v) for v in (start, first)), strict=True))
         assert json.loads((rdir / "selfplay" / "record.json").read_text())["seed"] == r["seed"]
@@ -315,12 +404,15 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys):
     assert f"{check['equivalents']:.0f} game equivalents against the pre-registered 4" in md
     assert (out / "report" / "curves.png").stat().st_size > 10_000
 
-    # again: nothing is trained or played twice
+    # again (the state given too: not restored over a sweep that holds its runs):
+    # nothing is trained or played twice
     ledger_before = (out / "games.jsonl").read_bytes()
     capsys.readouterr()
-    assert cli.main(["run", "--config", str(config), "--out", str(out)]) == 0
+    assert cli.main(["run", "--config", str(config), "--out", str(out), "--state",
+                     str(state)]) == 0
     said = capsys.readouterr().out
     assert "snapshot" not in said and "match" not in said and "curriculum (" not in said
+    assert "not restored" in said
     assert (out / "games.jsonl").read_bytes() == ledger_before
     assert cli.main(["status", "--out", str(out)]) == 0
     assert capsys.readouterr().out.count(": done, iteration") == 4
@@ -334,12 +426,48 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys):
                  "games.jsonl", "index.json", "ablation.json"):
         assert (docs / name).exists(), name
 
-    # another sweep file on the same directory: refused, one line, nothing run
+    # the finished sweep's state keeps no net: no match is left to play
+    assert cli.main(["save", "--out", str(out), "--state", str(state)]) == 0
+    manifest = json.loads((state / "STATE.json").read_text())
+    assert len(manifest["finished"]) == 4 and manifest["nets"] == [] and not manifest["not_kept"]
+    # a state is restored under a sweep file with added seeds
+    config.write_text(TINY.replace('seeds = "0-1"', 'seeds = "0-2"'))
+    cli.check_state(ablation.load(config), state)
+
+    # refused, one line each, nothing run: another sweep file on the same
+    # directory, or restoring a state of another sweep file; a damaged state; a
+    # save over a directory that is no state, or over a state ahead of the sweep
+    fresh = tmp_path / "fresh"
     config.write_text(TINY.replace("games_per_arm = 8", "games_per_arm = 12"))
-    capsys.readouterr()
-    assert cli.main(["run", "--config", str(config), "--out", str(out)]) == 2
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "keep.txt").write_text("mine")
+    (tmp_path / "behind").mkdir()
+    shutil.copyfile(out / "ablation.json", tmp_path / "behind" / "ablation.json")
+    damaged = tmp_path / "damaged"
+    shutil.copytree(state, damaged)
+    with (damaged / "games.jsonl").open("a") as f:
+        f.write("\n")
+    for argv, words in [
+            (["run", "--config", str(config), "--out", str(out)], "games_per_arm"),
+            (["run", "--config", str(config), "--out", str(fresh), "--state", str(state)],
+             "games_per_arm"),
+            (["run", "--config", str(ROOT / "experiments" / "ablation.toml"), "--out",
+              str(fresh), "--state", str(tmp_path / "notes")], "no ablation state"),
+            (["save", "--out", str(out), "--state", str(tmp_path / "notes")],
+             "no ablation state"),
+            (["save", "--out", str(tmp_path / "behind"), "--state", str(state)],
+             "4 finished run(s)")]:
+        capsys.readouterr()
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, (argv, err)
+    assert not fresh.exists() and (tmp_path / "notes" / "keep.txt").read_text() == "mine"
+    config.write_text(TINY)
+    assert cli.main(["run", "--config", str(config), "--out", str(fresh), "--state",
+                     str(damaged)]) == 2
     err = capsys.readouterr().err
-    assert "games_per_arm" in err and err.count("\n") == 1
+    assert "games.jsonl is missing or not the file the state saved" in err
+    assert err.count("\n") == 1 and not (fresh / "index.json").exists()
 
 
 def jax_leaves(tree):
