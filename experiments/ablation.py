@@ -68,7 +68,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from agz_jax.config import ConfigError, get_preset
+from agz_jax.config import ConfigError
+from agz_jax.presets import get_preset
 
 DATA_FILES = ("ablation.json", "index.json", "games.jsonl")
 CPU_KEY = "time/cpu_seconds"  # not *_s: the ladder's hours sum time/*_s (wall) only

@@ -189,7 +189,7 @@ def table(records: list[dict], data: dataset.Data) -> str:
 
 
 def write_report(records: list[dict], out: Path, data: dataset.Data) -> None:
-    from agz_jax.movepred import plot
+    from agz_jax.movepred_report import plot
 
     labels = [f"{r['net']['layers']} layers, {r['net']['filters']} filters" for r in records]
     (out / "table.md").write_text(table(records, data))

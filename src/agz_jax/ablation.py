@@ -55,7 +55,8 @@ from pathlib import Path
 import numpy as np
 
 from agz_jax import rating, sweep
-from agz_jax.config import Config, ConfigError, get_preset
+from agz_jax.config import Config, ConfigError
+from agz_jax.presets import get_preset
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")  # an arm's name is a directory name
 CURRICULUM_SECTIONS = ("basic", "imitate", "curriculum")

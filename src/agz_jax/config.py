@@ -16,13 +16,9 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 
-# agz_jax.go.movepred imports Section, number and one_of from here.
-from agz_jax.checks import (  # noqa: F401
+from agz_jax.checks import (
     ConfigError,
-    Section,
     integer,
-    number,
-    one_of,
     require,
     setting,
     validate,
@@ -205,14 +201,3 @@ _SECTIONS = {
     "imitate": ImitateConfig,
     "curriculum": CurriculumConfig,
 }
-
-
-def __getattr__(name: str):
-    # PRESETS and get_preset moved to agz_jax.presets (which imports this module);
-    # kept reachable here for agz_jax.ablation and experiments/ablation.py until
-    # they import them from agz_jax.presets.
-    if name in ("PRESETS", "get_preset"):
-        from agz_jax import presets
-
-        return getattr(presets, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

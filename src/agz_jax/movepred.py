@@ -48,9 +48,6 @@ from agz_jax.movepred_data import (
     psq_games,
     save_games,
 )
-
-# experiments/go_movepred.py imports plot from here.
-from agz_jax.movepred_report import plot  # noqa: F401
 from agz_jax.networks import make_networks
 from agz_jax.replay import Examples
 from agz_jax.train import fresh_train_state, sgd
