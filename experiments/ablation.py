@@ -645,7 +645,7 @@ def save_state(out: Path, state: Path) -> dict:
     a file it no longer needs goes); its manifest. Safe while a runner works
     in OUT: the index is read before the ledger, and both are written whole
     or appended by complete lines."""
-    from agz_jax import ablation
+    from agz_jax import ablation, ablation_report
 
     if not (out / "ablation.json").exists():
         raise ConfigError(f"{out} holds no ablation sweep (no ablation.json)")
@@ -654,13 +654,13 @@ def save_state(out: Path, state: Path) -> dict:
                           "directory")
     plan = ablation.parse(json.loads((out / "ablation.json").read_text()),
                           str(out / "ablation.json"))
-    index = ablation.read_json(out / "index.json", {"name": plan.name, "runs": []})
+    index = ablation_report.read_json(out / "index.json", {"name": plan.name, "runs": []})
     lines = complete_ledger(out / "games.jsonl")  # after the index: see to_keep
     if state.exists() and any(state.iterdir()):
         read_state(state)  # never replace a directory that is no state
         same_sweep(plan, state / "ablation.json", f"{state} holds",
                    "give another --state")
-        lost = finished_runs(ablation.read_json(state / "index.json", {"runs": []}))
+        lost = finished_runs(ablation_report.read_json(state / "index.json", {"runs": []}))
         lost -= finished_runs(index)
         if lost:
             arm, seed = sorted(lost)[0]
@@ -723,12 +723,12 @@ def check_state(plan, state: Path) -> dict:
 def restore_state(plan, state: Path, out: Path, say) -> None:
     """Fill OUT from ``state`` when OUT holds no sweep yet (ConfigError, one line,
     for a state of another sweep, a damaged one, or an OUT behind it)."""
-    from agz_jax import ablation
+    from agz_jax import ablation_report
 
     manifest = check_state(plan, state)
-    theirs = finished_runs(ablation.read_json(state / "index.json", {"runs": []}))
+    theirs = finished_runs(ablation_report.read_json(state / "index.json", {"runs": []}))
     if (out / "index.json").exists():
-        behind = theirs - finished_runs(ablation.read_json(out / "index.json", {"runs": []}))
+        behind = theirs - finished_runs(ablation_report.read_json(out / "index.json", {"runs": []}))
         if behind:
             arm, seed = sorted(behind)[0]
             raise ConfigError(f"{out} already holds this sweep, without {len(behind)} "
@@ -758,7 +758,7 @@ def regenerate_command(docs: Path) -> str:
 def render(data: Path, target: Path, regenerate: str) -> dict:
     """The report of the data in ``data`` (ablation.json, index.json,
     games.jsonl), written into ``target``."""
-    from agz_jax import ablation, rating
+    from agz_jax import ablation, ablation_report, rating
     from experiments import ladder
 
     missing = [f for f in DATA_FILES[:2] if not (data / f).exists()]
@@ -770,7 +770,7 @@ def render(data: Path, target: Path, regenerate: str) -> dict:
     index = json.loads((data / "index.json").read_text())
     ledger = data / "games.jsonl"
     lines = ladder.read_ledger(ledger)
-    result = ablation.write_report(plan, index, lines, target, regenerate)
+    result = ablation_report.write_report(plan, index, lines, target, regenerate)
     if lines:
         fit = rating.fit(rating.Match(x["a"], x["b"], x["wins"], x["draws"], x["losses"])
                          for x in lines)
@@ -808,7 +808,7 @@ def code_version() -> str:
 
 
 def cmd_run(args) -> int:
-    from agz_jax import ablation
+    from agz_jax import ablation, ablation_report
     from agz_jax.cache import enable_compilation_cache
     from experiments import ladder
 
@@ -824,7 +824,7 @@ def cmd_run(args) -> int:
         if args.state is not None:
             restore_state(plan, args.state, args.out, say)
         write_json(args.out / "ablation.json", plan.source)
-        index = ablation.read_json(args.out / "index.json", {"name": plan.name, "runs": []})
+        index = ablation_report.read_json(args.out / "index.json", {"name": plan.name, "runs": []})
         version = code_version()
         if version not in index.setdefault("code", []):
             index["code"].append(version)
@@ -850,13 +850,13 @@ def cmd_run(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from agz_jax import ablation, sweep
+    from agz_jax import ablation, ablation_report, sweep
     from experiments import ladder
 
     if not (args.out / "ablation.json").exists():
         raise ConfigError(f"{args.out} holds no ablation sweep (no ablation.json)")
     plan = ablation.parse(json.loads((args.out / "ablation.json").read_text()))
-    index = ablation.read_json(args.out / "index.json", {"runs": []})
+    index = ablation_report.read_json(args.out / "index.json", {"runs": []})
     lines = ladder.read_ledger(args.out / "games.jsonl")
     runs = {(r["arm"], r["seed"]): r for r in index["runs"]}
     done_walls = []

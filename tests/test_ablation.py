@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agz_jax import ablation, rating, sweep
+from agz_jax import ablation, ablation_report, rating, sweep
 from agz_jax.config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,14 +173,14 @@ def test_welch_interval_by_hand():
     a, b = [10.0, 20.0, 30.0, 40.0], [0.0, 5.0, 10.0]
     va, vb = np.var(a, ddof=1) / 4, np.var(b, ddof=1) / 3  # 41.667, 8.333
     df = (va + vb) ** 2 / (va ** 2 / 3 + vb ** 2 / 2)  # 4.04 -> t(4) = 2.776
-    w = ablation.welch(a, b)
+    w = ablation_report.welch(a, b)
     assert w["diff"] == pytest.approx(20.0) and w["df"] == pytest.approx(df)
     assert w["high"] - w["diff"] == pytest.approx(2.776 * math.sqrt(va + vb))
-    assert ablation.verdict(w) == "held"
-    assert ablation.verdict(ablation.welch(b, a)) == "reversed"
-    assert ablation.verdict(ablation.welch([0.0, 10.0], [1.0, 9.0])) == "not resolved"
-    assert ablation.welch([1.0], [1.0, 2.0]) is None
-    assert ablation.verdict(None) == "too few seeds"
+    assert ablation_report.verdict(w) == "held"
+    assert ablation_report.verdict(ablation_report.welch(b, a)) == "reversed"
+    assert ablation_report.verdict(ablation_report.welch([0.0, 10.0], [1.0, 9.0])) == "not resolved"
+    assert ablation_report.welch([1.0], [1.0, 2.0]) is None
+    assert ablation_report.verdict(None) == "too few seeds"
 
 
 def snapshot(arm, seed, it, games, cpu, final):
@@ -235,7 +235,7 @@ def test_analyse_elo_claims_and_time_to_strength():
         lines.append({"a": last, "b": "random", "wins": 1, "draws": 1, "losses": 0, "games": 2})
     lines.append({"a": "scratch/s0@g8", "b": "curriculum/s0@g8", "wins": 2, "draws": 0,
                   "losses": 0, "games": 2})
-    result = ablation.analyse(plan, index, lines)
+    result = ablation_report.analyse(plan, index, lines)
     fit = {r.player: r for r in rating.fit(
         rating.Match(x["a"], x["b"], x["wins"], x["draws"], x["losses"]) for x in lines).ratings}
     arms = {a["arm"]: a for a in result["arms"]}
@@ -245,15 +245,15 @@ def test_analyse_elo_claims_and_time_to_strength():
     assert arms["scratch"]["hours_to_target"] == [1.0, 2.0]
     assert arms["curriculum"]["hours_to_target"] == [2.0] and arms["curriculum"]["reached"] == 1
     claim = result["claims"][0]
-    w = ablation.welch(arms["curriculum"]["elo"], arms["scratch"]["elo"])
-    assert claim["welch"] == w and claim["verdict"] == ablation.verdict(w)
+    w = ablation_report.welch(arms["curriculum"]["elo"], arms["scratch"]["elo"])
+    assert claim["welch"] == w and claim["verdict"] == ablation_report.verdict(w)
     assert not result["partial"] and result["games"] == 2 * len(lines)
-    rows = {(r["arm"], r["metric"]): r for r in ablation.summary_rows(result)}
+    rows = {(r["arm"], r["metric"]): r for r in ablation_report.summary_rows(result)}
     assert rows[("scratch", "elo_final")]["mean"] == pytest.approx(
         np.mean(arms["scratch"]["elo"]))
     # a seed without its final snapshot makes the report partial
     index["runs"][3]["snapshots"][-1]["final"] = False
-    assert ablation.analyse(plan, index, lines)["partial"]
+    assert ablation_report.analyse(plan, index, lines)["partial"]
 
 
 # ------------------------------------------------------------------ end to end
@@ -396,8 +396,8 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
     assert "PARTIAL" not in md and "the curriculum helps" in md
     # the pre-registered curriculum cost, recomputed from the sweep's own CPU times
     runs = {(r["arm"], r["seed"]): r for r in index["runs"]}
-    check = ablation.curriculum_check(plan.arm("curriculum"),
-                                      ablation.analyse(plan, index, lines))
+    check = ablation_report.curriculum_check(plan.arm("curriculum"),
+                                      ablation_report.analyse(plan, index, lines))
     cur = np.mean([runs[("curriculum", s)]["curriculum"]["cpu_s"] for s in (0, 1)])
     per_game = np.mean([runs[("scratch", s)]["snapshots"][-1]["cpu_s"] / 8 for s in (0, 1)])
     assert check["equivalents"] == pytest.approx(cur / per_game)
