@@ -114,12 +114,12 @@ def test_committed_state_is_of_the_committed_sweep_and_intact():
     git tracks its runs/ (the repository ignores runs/ elsewhere)."""
     import subprocess
 
-    from experiments import ablation as cli
+    from experiments import ablation_store as store
 
     state = ROOT / "experiments" / "ablation_state"
-    manifest = cli.check_state(ablation.load(ROOT / "experiments" / "ablation.toml"), state)
+    manifest = store.check_state(ablation.load(ROOT / "experiments" / "ablation.toml"), state)
     for rel, digest in manifest["files"].items():
-        assert cli.sha256(state / rel) == digest, rel
+        assert store.sha256(state / rel) == digest, rel
     finished = json.loads((state / "index.json").read_text())["runs"]
     assert len(manifest["finished"]) == len(finished) and all(r["done"] for r in finished)
     if not (ROOT / ".git").exists():
@@ -277,6 +277,8 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
     continued in place (which kept everything) is the reference."""
     from agz_jax import models
     from experiments import ablation as cli
+    from experiments import ablation_store as store
+    from experiments import ablation_train as train
     from experiments import ladder
 
     config, out, docs = tmp_path / "tiny.toml", tmp_path / "sweep", tmp_path / "docs"
@@ -286,17 +288,17 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
 
     # interrupted in the last run (curriculum, seed 1), after its curriculum, its
     # first snapshot and that snapshot's matches, before its self-play
-    train_to = cli.train_to
+    train_to = train.train_to
 
     def interrupted(sdir, *args):
         if "curriculum/seed_1" in str(sdir):
             raise KeyboardInterrupt
         return train_to(sdir, *args)
 
-    monkeypatch.setattr(cli, "train_to", interrupted)
+    monkeypatch.setattr(train, "train_to", interrupted)
     with pytest.raises(KeyboardInterrupt):
         cli.main(["run", "--config", str(config), "--out", str(out)])
-    monkeypatch.setattr(cli, "train_to", train_to)
+    monkeypatch.setattr(train, "train_to", train_to)
     lost = [x for x in ladder.read_ledger(out / "games.jsonl")
             if "curriculum/s1@" in x["a"] + x["b"]]
     assert lost and all("curriculum/s1@g4" in x["a"] + x["b"] for x in lost)
@@ -432,7 +434,7 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
     assert len(manifest["finished"]) == 4 and manifest["nets"] == [] and not manifest["not_kept"]
     # a state is restored under a sweep file with added seeds
     config.write_text(TINY.replace('seeds = "0-1"', 'seeds = "0-2"'))
-    cli.check_state(ablation.load(config), state)
+    store.check_state(ablation.load(config), state)
 
     # refused, one line each, nothing run: another sweep file on the same
     # directory, or restoring a state of another sweep file; a damaged state; a

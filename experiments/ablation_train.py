@@ -1,0 +1,251 @@
+"""The ablation sweep's training: each run as the main job itself
+(``experiments.selfplay`` in segments of ``--resume --iterations N``), a
+curriculum arm first through ``experiments.curriculum``; snapshots of the
+best net at equal game equivalents, each followed by its matches; the CPU
+time of every iteration counted."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from agz_jax.presets import get_preset
+from experiments.ablation_matches import play_missing
+from experiments.ablation_store import index_run, run_dir, write_json
+
+CPU_KEY = "time/cpu_seconds"  # not *_s: the ladder's hours sum time/*_s (wall) only
+
+
+@contextlib.contextmanager
+def cpu_counted():
+    """While active, every main-job iteration (``agz_jax.run.run_iteration``,
+    which ``experiments.selfplay`` calls through the module) logs its process
+    CPU seconds (user + system, all threads) as ``time/cpu_seconds``. Logged per
+    iteration, they follow the checkpoints: a killed run's lost iterations
+    leave the log with them (``run.MetricsLog``), so nothing is counted twice."""
+    from agz_jax import run
+
+    original = run.run_iteration
+
+    def counted(comps, state):
+        c0 = time.process_time()
+        state, metrics = original(comps, state)
+        metrics[CPU_KEY] = time.process_time() - c0
+        return state, metrics
+
+    run.run_iteration = counted
+    try:
+        yield
+    finally:
+        run.run_iteration = original
+
+
+def call(main, argv: list[str], verbose: bool) -> str:
+    """Run an experiment's main() in this process; its output (RuntimeError with
+    its tail if it fails)."""
+    from experiments.sweep import Tee
+
+    tee = Tee(sys.stdout, quiet=not verbose)
+    with contextlib.redirect_stdout(tee):
+        rc = main(argv)
+    text = "".join(tee.parts)
+    if rc != 0:
+        raise RuntimeError(f"{main.__module__} {shlex.join(argv)} failed (exit {rc}):\n"
+                           f"{text[-3000:]}")
+    return text
+
+
+def main_job_flags(plan, arm, seed: int, sdir: Path, iterations: int) -> list[str]:
+    from agz_jax import sweep
+
+    config = plan.config(arm, seed).replace(iterations=iterations)
+    return ["--preset", plan.preset, "--out", str(sdir), "--quiet",
+            *sweep.to_flags(sweep.config_overrides(get_preset(plan.preset), config))]
+
+
+def curriculum_flags(plan, arm, seed: int, cdir: Path) -> list[str]:
+    from agz_jax import sweep
+
+    config = plan.curriculum_config(arm, seed)
+    overrides = sweep.config_overrides(get_preset(plan.preset), config)
+    stages = overrides.pop("curriculum.stages", None) or config.curriculum.stages
+    return ["--preset", plan.preset, "--out", str(cdir), "--stages", ",".join(stages),
+            *sweep.to_flags(overrides)]
+
+
+# ------------------------------------------------------------------ training
+
+
+def run_curriculum(plan, arm, seed: int, cdir: Path, verbose: bool, say) -> dict:
+    """Run (or resume) the arm's curriculum; its cost so far: process CPU and
+    wall seconds of every call, ``interrupted`` calls (killed: their time is
+    missing, the cost a lower bound)."""
+    from agz_jax.curriculum import stages
+    from experiments import curriculum
+
+    cost_path = cdir / "cost.json"
+    cost = json.loads(cost_path.read_text()) if cost_path.exists() else {
+        "cpu_s": 0.0, "wall_s": 0.0, "calls": 0, "interrupted": 0, "open": False}
+    config = plan.curriculum_config(arm, seed)
+    if stages.read_progress(cdir)["done"] == list(config.curriculum.stages):
+        return {**cost, "complete": True}
+    if cost["open"]:
+        cost["interrupted"] += 1
+    cost["calls"] += 1
+    cost["open"] = True
+    cdir.mkdir(parents=True, exist_ok=True)
+    write_json(cost_path, cost)
+    argv = (["--out", str(cdir), "--resume"] if (cdir / "config.json").exists()
+            else curriculum_flags(plan, arm, seed, cdir))
+    say(f"  curriculum ({','.join(config.curriculum.stages)}) in {cdir}")
+    c0, w0 = time.process_time(), time.perf_counter()
+    call(curriculum.main, argv, verbose)
+    cost["cpu_s"] += time.process_time() - c0
+    cost["wall_s"] += time.perf_counter() - w0
+    cost["open"] = False
+    write_json(cost_path, cost)
+    say(f"  curriculum done: {cost['cpu_s']:.0f} CPU-s, {cost['wall_s']:.0f} s")
+    return {**cost, "complete": True}
+
+
+def train_to(sdir: Path, target: int, first: list[str], verbose: bool) -> str | None:
+    """The main job in ``sdir`` up to iteration ``target`` (started with ``first``'s
+    flags, resumed after); the params hash it printed (None: nothing to do)."""
+    from agz_jax import checkpoint
+    from experiments import selfplay
+
+    step = checkpoint.latest_step(sdir)
+    if step is not None and step >= target:
+        return None
+    argv = (first + ["--iterations", str(target)] if step is None else
+            ["--out", str(sdir), "--resume", "--quiet", "--iterations", str(target)])
+    with cpu_counted():
+        text = call(selfplay.main, argv, verbose)
+    found = re.search(r"params sha256 ([0-9a-f]{64})", text)
+    return found.group(1) if found else None
+
+
+def progress_at(sdir: Path, iteration: int) -> tuple[int, float, float]:
+    """(self-play games, CPU seconds, phase wall seconds) of a run through ``iteration``."""
+    from agz_jax import run
+
+    rows = [r for r in run.MetricsLog(sdir, keep_through=iteration, write=False).read()
+            if 1 <= r["iteration"] <= iteration]
+    if len(rows) != iteration:
+        raise RuntimeError(f"{sdir / 'metrics.jsonl'} has {len(rows)} rows for iterations "
+                           f"1..{iteration}")
+    missing = [r["iteration"] for r in rows if CPU_KEY not in r]
+    if missing:
+        raise RuntimeError(f"{sdir}: iterations {missing[:5]} logged no {CPU_KEY} (run outside "
+                           "the ablation runner, or the main job no longer calls "
+                           "agz_jax.run.run_iteration through the module)")
+    games = int(sum(r["selfplay/games"] for r in rows))
+    cpu = sum(r[CPU_KEY] for r in rows)
+    wall = sum(v for r in rows for k, v in r.items() if k.startswith("time/") and k.endswith("_s"))
+    return games, cpu, wall
+
+
+def save_snapshot(plan, arm, seed: int, rdir: Path, iteration: int) -> Path:
+    """The best net at ``iteration`` as a model directory ``RUN/snapshots/it<N>``."""
+    import jax
+
+    from agz_jax import models, run
+
+    snap = rdir / "snapshots" / f"it{iteration}"
+    if (snap / models.VARIABLES_FILE).exists():
+        return snap
+    config = plan.config(arm, seed)
+    if iteration == 0 and arm.curriculum:
+        variables = models.load(rdir / "curriculum").variables
+    elif iteration == 0:
+        variables = jax.device_get(run.init_state(run.build(config)).best)
+    else:
+        model = models.load(rdir / "selfplay")
+        if model.step != iteration:
+            raise RuntimeError(f"{rdir / 'selfplay'} is at iteration {model.step}, not "
+                               f"{iteration}: its snapshot it{iteration} cannot be made")
+        variables = model.variables
+    tmp = snap.with_name(snap.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    models.save(tmp, config, variables)
+    tmp.replace(snap)
+    return snap
+
+
+def train_run(plan, arm, seed: int, out: Path, index: dict, state: dict, verbose: bool,
+              say) -> None:
+    """One arm x seed: curriculum, segments, snapshots; the matches after each snapshot."""
+    from agz_jax import ablation, sweep
+    from experiments import selfplay
+
+    entry = index_run(index, arm.name, seed)
+    if entry["done"]:
+        return
+    rdir = run_dir(out, arm.name, seed)
+    sdir = rdir / "selfplay"
+    t0 = time.perf_counter()
+    say(f"[{arm.name} seed {seed}] {plan.iterations(arm)} iterations, snapshots at "
+        f"{plan.snapshots(arm)}")
+    cpu0 = wall0 = 0.0
+    first = main_job_flags(plan, arm, seed, sdir, plan.iterations(arm))
+    if arm.curriculum:
+        entry["curriculum"] = run_curriculum(plan, arm, seed, rdir / "curriculum", verbose, say)
+        cpu0, wall0 = entry["curriculum"]["cpu_s"], entry["curriculum"]["wall_s"]
+        first += ["--init-from", str(rdir / "curriculum")]
+    first = strip_flag(first, "--iterations")  # set per segment (train_to)
+    last = plan.snapshots(arm)[-1]
+    params_hash = None
+    for it in plan.snapshots(arm):
+        if any(s["iteration"] == it for s in entry["snapshots"]):
+            continue
+        if it:
+            params_hash = train_to(sdir, it, first, verbose)
+            games, cpu, wall = progress_at(sdir, it)
+        else:
+            games, cpu, wall = 0, 0.0, 0.0
+        snap = save_snapshot(plan, arm, seed, rdir, it)
+        equivalents = arm.curriculum_games + games
+        entry["snapshots"].append({
+            "iteration": it, "selfplay_games": games, "games": equivalents,
+            "cpu_s": cpu0 + cpu, "wall_s": wall0 + wall, "final": it == last,
+            "model": str(snap.relative_to(out)),
+            "player": ablation.player_name(arm.name, seed, equivalents)})
+        entry["wall_s"] += time.perf_counter() - t0
+        t0 = time.perf_counter()
+        write_json(out / "index.json", index)
+        state["dirty"] = True
+        say(f"  snapshot it{it}: {games} self-play games, {(cpu0 + cpu) / 3600:.3f} CPU-h")
+        play_missing(plan, out, index, state, verbose, say)
+    if params_hash is None:  # the last segment ran in an earlier session: ask the run
+        text = call(selfplay.main, ["--out", str(sdir), "--resume", "--quiet"], verbose=False)
+        params_hash = re.search(r"params sha256 ([0-9a-f]{64})", text).group(1)
+    config = plan.config(arm, seed)
+    setting = (("arm", arm.name), *arm.overrides.items())
+    sweep.write_record(sweep.Run(setting, seed, config), sdir, params_hash, entry["wall_s"],
+                       {"arm": arm.name, "cpu_s": entry["snapshots"][-1]["cpu_s"],
+                        "curriculum": entry["curriculum"]})
+    entry["done"] = True
+    entry["wall_s"] += time.perf_counter() - t0
+    write_json(out / "index.json", index)
+    say(f"[{arm.name} seed {seed}] done: {entry['snapshots'][-1]['cpu_s'] / 3600:.2f} CPU-h, "
+        f"{entry['wall_s'] / 3600:.2f} h wall with its matches")
+
+
+def strip_flag(flags: list[str], name: str) -> list[str]:
+    """``flags`` without ``name`` and its value."""
+    out, skip = [], False
+    for f in flags:
+        if skip:
+            skip = False
+            continue
+        if f == name:
+            skip = True
+            continue
+        out.append(f)
+    return out
