@@ -10,8 +10,6 @@ ledger and index alone.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
 from pathlib import Path
@@ -129,14 +127,6 @@ def _fmt_stats(values: list[float], digits: int = 0) -> str:
         return f.format(s["mean"]) + " (1 seed)"
     return (f"{f.format(s['mean'])} ± {f.format(s['std'])} "
             f"[{f.format(s['low'])}, {f.format(s['high'])}]")
-
-
-def _csv(rows: list[dict], fields: list[str]) -> str:
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
 
 
 def summary_rows(result: dict) -> list[dict]:
@@ -441,13 +431,13 @@ def write_report(plan: Plan, index: dict, lines: list[dict], out: Path,
     returns ``analyse``'s result."""
     result = analyse(plan, index, lines)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.csv").write_text(_csv(summary_rows(result), [
+    (out / "summary.csv").write_text(sweep.csv_text(summary_rows(result), [
         "arm", "metric", "n", "mean", "std", "low", "high", "values"]))
-    (out / "seeds.csv").write_text(_csv(seed_rows(plan, result), [
+    (out / "seeds.csv").write_text(sweep.csv_text(seed_rows(plan, result), [
         "arm", "seed", "player", "elo", "elo_low", "elo_high", "elo_bound", "score_vs_target",
         "target_games", "selfplay_games", "game_equivalents", "cpu_hours",
         "curriculum_cpu_hours", "cpu_hours_to_target", "games_to_target"]))
-    (out / "claims.csv").write_text(_csv(claim_rows(result), [
+    (out / "claims.csv").write_text(sweep.csv_text(claim_rows(result), [
         "claim", "better", "worse", "n_better", "n_worse", "elo_difference", "low", "high",
         "verdict"]))
     (out / "summary.md").write_text(markdown(plan, result, regenerate))

@@ -44,15 +44,10 @@ def table_rows(labels: list[str], recs: list[dict]) -> list[dict]:
 def write_tables(rows: list[dict], recs: list[dict], out: Path) -> list[Path]:
     """``table.csv``, ``table.md`` and ``by_move.csv`` (top-1 accuracy per bin of
     move numbers, one column per setting) in ``out``."""
-    import csv
-    import io
+    from agz_jax.sweep import csv_text
 
     fields = list(dict.fromkeys(k for r in rows for k in r))
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    (out / "table.csv").write_text(buf.getvalue())
+    (out / "table.csv").write_text(csv_text(rows, fields))
     (out / "table.md").write_text(markdown(rows))
     edges = max((r["heldout"]["by_move"]["edges"] for r in recs), key=len)
     lines = ["plies," + ",".join(f'"{r["setting"]}"' for r in rows)]

@@ -222,14 +222,19 @@ def summarise(runs: list[Run], records: dict[Path, dict], out: Path) -> list[dic
             if values:
                 rows.append({"setting": label, "metric": metric, **stats(values),
                              "values": " ".join(f"{v:.6g}" for v in values)})
-    fields = ["setting", "metric", "n", "mean", "std", "low", "high", "values"]
+    (out / "summary.csv").write_text(csv_text(rows, ["setting", "metric", "n", "mean", "std",
+                                                      "low", "high", "values"]))
+    (out / "summary.md").write_text(markdown(rows))
+    return rows
+
+
+def csv_text(rows: list[dict], fields: list[str]) -> str:
+    """``rows`` as CSV text with a header of ``fields``, lines ending in \\n."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
-    (out / "summary.csv").write_text(buf.getvalue())
-    (out / "summary.md").write_text(markdown(rows))
-    return rows
+    return buf.getvalue()
 
 
 def markdown(rows: list[dict]) -> str:
