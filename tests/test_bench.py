@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -72,12 +71,10 @@ SECTION_ENTRIES = {
 
 def quick_bench(*flags: str) -> tuple[dict, str]:
     """(report, stderr) of ``python -m experiments.bench --quick --json *flags``."""
-    # The report's shape, not its speed: a lower XLA optimisation level halves
-    # the compile times that dominate this small run.
-    env = dict(os.environ)
-    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0").strip()
+    # The report's shape, not its speed (at conftest's XLA optimisation level,
+    # inherited with the environment).
     proc = subprocess.run([sys.executable, "-m", "experiments.bench", "--quick", "--json",
-                           *flags], cwd=ROOT, env=env, capture_output=True, text=True,
+                           *flags], cwd=ROOT, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout)

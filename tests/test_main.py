@@ -27,16 +27,7 @@ def env(tmp_path_factory):
     # One compilation cache for the module's subprocesses, fresh for each session.
     e["AGZ_JAX_CACHE_DIR"] = str(tmp_path_factory.mktemp("xla_cache"))
     e.pop("AGZ_JAX_NO_CACHE", None)
-    return low_opt(e)
-
-
-def low_opt(env: dict) -> dict:
-    """``env`` with XLA's backend (LLVM) optimisation level 0: about half the
-    compile time that dominates these small runs. Every run compared here runs
-    under it; the default level's numbers are tests/test_unchanged.py's."""
-    flags = env.get("XLA_FLAGS", "")
-    env["XLA_FLAGS"] = f"{flags} --xla_backend_optimization_level=0".strip()
-    return env
+    return e  # with conftest's XLA flags, as every process of the suite
 
 
 def main_job(args, env, check=True, timeout=600):

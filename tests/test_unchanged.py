@@ -37,8 +37,14 @@ from agz_jax.search import Searcher
 from agz_jax.selfplay import make_continuous, make_selfplay
 
 GOLDEN = Path(__file__).parent / "data" / "unchanged.json"
-LEVEL = ("xla_O0" if "--xla_backend_optimization_level=0" in os.environ.get("XLA_FLAGS", "")
-         else "xla_default")
+
+
+def level() -> str:
+    """The golden set of this process's XLA optimisation level (tests/conftest.py)."""
+    return ("xla_O0" if "--xla_backend_optimization_level=0" in os.environ.get("XLA_FLAGS", "")
+            else "xla_default")
+
+
 SIZE = 7
 
 
@@ -125,7 +131,7 @@ CASES = {"lockstep_puct": lockstep_puct, "continuous_gumbel": continuous_gumbel,
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_same_seeds_same_games(name):
-    golden = json.loads(GOLDEN.read_text())[LEVEL]
+    golden = json.loads(GOLDEN.read_text())[level()]
     assert CASES[name]() == golden[name], (
         f"{name} changed; if intended, run `python tests/test_unchanged.py --write`")
 
@@ -136,9 +142,7 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).parent))
     import conftest  # noqa: F401  (the suite's XLA level, unless AGZ_JAX_TEST_XLA_DEFAULT)
 
-    LEVEL = ("xla_O0" if "--xla_backend_optimization_level=0" in os.environ.get("XLA_FLAGS", "")
-             else "xla_default")
     golden = json.loads(GOLDEN.read_text()) if GOLDEN.exists() else {}
-    golden[LEVEL] = {k: f() for k, f in CASES.items()}
+    golden[level()] = {k: f() for k, f in CASES.items()}
     GOLDEN.write_text(json.dumps(golden, indent=1) + "\n")
     print(GOLDEN.read_text())
