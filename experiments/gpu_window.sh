@@ -23,8 +23,9 @@ if [ -d .whl ]; then
 else
   export PYTHONPATH=$PWD/src:$PWD
 fi
-python3 -c "import jax, mctx, tyro, tensorboardX; print(jax.devices())" 2>&1 | tee "$OUT/gpu.log" \
-  || { echo "error: the packages do not import: run 'make gpu-wheels' here and carry .whl"; exit 1; }
+python3 -c "import jax, mctx, tyro, tensorboardX; print(jax.devices())" > "$OUT/gpu.log" 2>&1 \
+  || { cat "$OUT/gpu.log"; echo "error: the packages do not import: run 'make gpu-wheels' here and carry .whl"; exit 1; }
+cat "$OUT/gpu.log"
 
 if [ "${BENCH:-1}" = 1 ]; then
   # Lockstep against continuous self-play, bf16 against float32, and the search at
