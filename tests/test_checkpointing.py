@@ -37,6 +37,12 @@ def test_wall_seconds_and_selfplay_share_count_the_checkpoints():
            "included); checkpoints 3.0 s each on average (2 saves)" in text
 
 
+def test_only_the_gpu_preset_writes_asynchronously():
+    from agz_jax.presets import PRESETS
+
+    assert {name for name, c in PRESETS.items() if c.checkpoint.asynchronous} == {"gpu"}
+
+
 # ------------------------------------------------------------------------- the saver
 
 
@@ -66,6 +72,26 @@ def test_leaving_the_saver_by_an_exception_waits_for_the_pending_write(tmp_path)
             raise KeyboardInterrupt
     assert checkpoint.all_steps(tmp_path) == [3]  # committed before the exception left
     assert not [p for p in (tmp_path / "checkpoints").iterdir() if p.name != "3"]
+
+
+def test_a_save_that_waits_for_the_previous_write_warns_nothing(tmp_path, monkeypatch,
+                                                                caplog):
+    """The main job logs the wait itself; orbax's warning about it is dropped."""
+    import orbax.checkpoint._src.checkpointers.async_checkpointer as ac
+
+    commit = ac._on_commit_callback
+
+    def slow(*args, **kwargs):
+        time.sleep(1.5)
+        return commit(*args, **kwargs)
+
+    monkeypatch.setattr(ac, "_on_commit_callback", slow)
+    state = {"x": jnp.arange(16, dtype=jnp.float32)}
+    with caplog.at_level("INFO"), checkpoint.Saver(tmp_path, asynchronous=True) as saver:
+        saver.save(1, state, {"iteration": 1})
+        assert saver.save(2, state, {"iteration": 2}) > 1.0  # it waited for step 1's commit
+    assert not [r for r in caplog.records if r.levelname == "WARNING"], caplog.text
+    assert checkpoint.all_steps(tmp_path) == [1, 2]
 
 
 # ------------------------------------------------------------------------- the main job

@@ -35,15 +35,18 @@ from agz_jax.config import Config, ConfigError
 SET_ASIDE = "damaged"  # RUN_DIR/damaged/<step>: checkpoints moved out of the way
 
 
-def _not_read_only_notice(record: logging.LogRecord) -> bool:
+def _not_routine_notice(record: logging.LogRecord) -> bool:
     """False for orbax's notices that a read-only manager adjusted its options
-    (three absl warnings each time a run is resumed or a model read): nothing
-    is wrong, and the user can do nothing about them."""
+    (three absl warnings each time a run is resumed or a model read), and for
+    its warning that an asynchronous save waited over a second for the previous
+    write (the main job logs that wait itself, ``run.PREVIOUS_CHECKPOINT_S``):
+    nothing is wrong, and the user can do nothing about them."""
     msg = record.getMessage()
-    return not ("read_only=True" in msg or msg.startswith("Given directory is read only"))
+    return not ("read_only=True" in msg or msg.startswith("Given directory is read only")
+                or msg.startswith("Waiting for previous save to complete took"))
 
 
-logging.getLogger("absl").addFilter(_not_read_only_notice)
+logging.getLogger("absl").addFilter(_not_routine_notice)
 
 _unraisablehook = sys.unraisablehook
 
