@@ -10,9 +10,9 @@ r"""The main job: self-play reinforcement learning (AlphaGomoku IV.D).
 Any config field can be overridden with a dotted flag (``--help`` lists them).
 With ``--resume`` the run's own ``config.json`` is used; only ``--iterations``
 (to extend a run), ``--parallel.*`` and ``--checkpoint.*`` may change, any other
-differing override is an error. ``--resume-from STEP`` resumes from an earlier checkpoint than the
-latest (the error for a damaged checkpoint names the intact one); the later
-checkpoints move to ``RUN_DIR/damaged/``.
+differing override is an error. ``--resume-from STEP`` resumes from an earlier
+checkpoint than the latest (the error for a damaged checkpoint names the intact
+one); the later checkpoints move to ``RUN_DIR/damaged/``.
 
 Devices and hosts (docs/performance.md): games and training batches are split
 over every visible device (``--parallel.devices N`` for the first N). Several
@@ -65,7 +65,8 @@ def _own_flags(parser: argparse.ArgumentParser) -> None:
 COMMAND = cli.RunCommand(
     prog="python -m experiments.selfplay", doc=__doc__, default_preset="cpu",
     default_out=lambda preset: Path("runs") / preset, sections=cli.RUN_SECTIONS,
-    resume_allows=("iterations", "parallel", "checkpoint"), resume_from=True, own_flags=_own_flags)
+    resume_allows=("iterations", "parallel", "checkpoint"), resume_from=True,
+    own_flags=_own_flags)
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
