@@ -94,6 +94,23 @@ def test_a_save_that_waits_for_the_previous_write_warns_nothing(tmp_path, monkey
     assert checkpoint.all_steps(tmp_path) == [1, 2]
 
 
+def test_a_failed_background_write_stops_the_next_save(tmp_path, monkeypatch):
+    """A write that fails in orbax's thread (a full disk, say) is not lost without
+    a word: the next save raises it, and the step is not listed."""
+    import orbax.checkpoint._src.checkpointers.async_checkpointer as ac
+
+    def fail(*args, **kwargs):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(ac, "_on_commit_callback", fail)
+    state = {"x": jnp.arange(16, dtype=jnp.float32)}
+    with pytest.raises(OSError, match="no space left"):
+        with checkpoint.Saver(tmp_path, asynchronous=True) as saver:
+            saver.save(1, state, {"iteration": 1})
+            saver.save(2, state, {"iteration": 2})
+    assert checkpoint.all_steps(tmp_path) == []
+
+
 # ------------------------------------------------------------------------- the main job
 
 # Runs experiments.selfplay.main with orbax's commit of checkpoint HOLD held back:
