@@ -132,7 +132,8 @@ def train_to(sdir: Path, target: int, first: list[str], verbose: bool) -> str | 
 
 
 def progress_at(sdir: Path, iteration: int) -> tuple[int, float, float]:
-    """(self-play games, CPU seconds, phase wall seconds) of a run through ``iteration``."""
+    """(self-play games, CPU seconds, wall seconds: ``agz_jax.run.wall_seconds``) of a run
+    through ``iteration``."""
     from agz_jax import run
 
     rows = [r for r in run.MetricsLog(sdir, keep_through=iteration, write=False).read()
@@ -147,7 +148,7 @@ def progress_at(sdir: Path, iteration: int) -> tuple[int, float, float]:
                            "agz_jax.run.run_iteration through the module)")
     games = int(sum(r["selfplay/games"] for r in rows))
     cpu = sum(r[CPU_KEY] for r in rows)
-    wall = sum(v for r in rows for k, v in r.items() if k.startswith("time/") and k.endswith("_s"))
+    wall = sum(run.wall_seconds(r) for r in rows)
     return games, cpu, wall
 
 

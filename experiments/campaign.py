@@ -27,14 +27,15 @@ LEDGER = "campaign.json"
 
 
 def run_summary(run_dir: Path, device: str) -> dict:
-    """One run's line of the ledger, from its config and metrics.jsonl."""
-    from agz_jax import checkpoint
+    """One run's line of the ledger, from its config and metrics.jsonl ("hours":
+    the iterations' wall time, ``agz_jax.run.wall_seconds``)."""
+    from agz_jax import checkpoint, run
 
     lines = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()
              if ln.strip()]
     iterations = [m for m in lines if m["iteration"] > 0]
     init = run_dir / "init_from.txt"
-    seconds = sum(v for m in iterations for k, v in m.items() if k.startswith("time/"))
+    seconds = sum(run.wall_seconds(m) for m in iterations)
     return {
         "run": run_dir.name,
         "init_from": init.read_text().strip() if init.exists() else None,

@@ -42,6 +42,13 @@ RUN=/tmp/gpu-$(date +%Y%m%d-%H%M)
 timeout "$SECONDS_BUDGET" python3 -m experiments.selfplay --preset "${PRESET:-gpu}" \
   --init-from models/campaign --out "$RUN" ${EXTRA:-} >> "$OUT/gpu.log" 2>&1
 echo "selfplay exit $? (124: stopped by the window's timeout, as planned)" >> "$OUT/gpu.log"
+# The run is cut before its summary: self-play's share of the iterations' wall
+# time (checkpoints included, agz_jax.run.selfplay_share) from its metrics.
+python3 -c "import json, sys; from agz_jax import run
+lines = [json.loads(ln) for ln in open(sys.argv[1]) if ln.strip()]
+share = run.selfplay_share(lines)
+print('self-play share:', 'no iteration finished' if share is None else f'{share:.1%}')" \
+  "$RUN/metrics.jsonl" >> "$OUT/gpu.log" 2>&1
 python3 -m experiments.campaign export "$RUN" --device gpu >> "$OUT/gpu.log" 2>&1 \
   && cp "$RUN/metrics.jsonl" models/campaign/config.json models/campaign/variables.msgpack \
         models/campaign/campaign.json "$OUT/"

@@ -154,8 +154,10 @@ def check_board(lines: list[dict], path: Path, size: int | None = None,
 
 def selfplay_progress(run_dir: Path, iteration: int) -> dict | None:
     """A self-play run's progress through ``iteration``: its cumulative
-    ``selfplay/games`` and wall time (the sum of every ``time/*_s``, self-play,
-    training, gating and evaluation, in hours), from its metrics.jsonl (the
+    ``selfplay/games`` and wall time (``agz_jax.run.wall_seconds``: the whole
+    iterations, checkpoints included, where logged, else the sum of every
+    ``time/*_s``, self-play, training, gating and evaluation; in hours), from
+    its metrics.jsonl (the
     initial net, iteration 0, has played none); None when the directory has no
     such log."""
     from agz_jax import run
@@ -167,8 +169,7 @@ def selfplay_progress(run_dir: Path, iteration: int) -> dict | None:
         rows = [r for r in rows if r["iteration"] <= iteration]
     except (json.JSONDecodeError, KeyError, TypeError) as e:
         raise ConfigError(f"{run_dir / 'metrics.jsonl'} is not readable ({e!r})") from None
-    seconds = sum(v for r in rows for k, v in r.items()
-                  if k.startswith("time/") and k.endswith("_s"))
+    seconds = sum(run.wall_seconds(r) for r in rows)
     return {"run": str(run_dir), "iteration": iteration,
             "games": sum(r.get("selfplay/games", 0) for r in rows), "hours": seconds / 3600}
 

@@ -9,10 +9,10 @@ r"""The main job: self-play reinforcement learning (AlphaGomoku IV.D).
 
 Any config field can be overridden with a dotted flag (``--help`` lists them).
 With ``--resume`` the run's own ``config.json`` is used; only ``--iterations``
-(to extend a run) and ``--parallel.*`` may change, any other differing override
-is an error. ``--resume-from STEP`` resumes from an earlier checkpoint than the
-latest (the error for a damaged checkpoint names the intact one); the later
-checkpoints move to ``RUN_DIR/damaged/``.
+(to extend a run), ``--parallel.*`` and ``--checkpoint.*`` may change, any other
+differing override is an error. ``--resume-from STEP`` resumes from an earlier
+checkpoint than the latest (the error for a damaged checkpoint names the intact
+one); the later checkpoints move to ``RUN_DIR/damaged/``.
 
 Devices and hosts (docs/performance.md): games and training batches are split
 over every visible device (``--parallel.devices N`` for the first N). Several
@@ -27,6 +27,11 @@ processes (hosts) run the same command, each with its own process id:
 JAX_COORDINATOR_ADDRESS; ``--num-processes auto`` detects SLURM / Open MPI /
 TPU pods). ``--out`` must be a directory every host sees; process 0 writes the
 logs, all processes take part in checkpoints and restore the same state.
+
+Each iteration's metrics line holds its phases' times and ``time/iteration_s``
+(all of it up to the line) and ``time/previous_checkpoint_s`` (the checkpoint
+written after the previous line); the summary at the end gives self-play's share
+of the iterations' wall time, checkpoints included (``agz_jax.run.ITERATION_S``).
 """
 
 from __future__ import annotations
@@ -60,7 +65,8 @@ def _own_flags(parser: argparse.ArgumentParser) -> None:
 COMMAND = cli.RunCommand(
     prog="python -m experiments.selfplay", doc=__doc__, default_preset="cpu",
     default_out=lambda preset: Path("runs") / preset, sections=cli.RUN_SECTIONS,
-    resume_allows=("iterations", "parallel"), resume_from=True, own_flags=_own_flags)
+    resume_allows=("iterations", "parallel", "checkpoint"), resume_from=True,
+    own_flags=_own_flags)
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
@@ -182,11 +188,24 @@ def main(argv: list[str] | None = None) -> int:
     parallel.barrier("before looking for a first checkpoint")
     first = checkpoint.latest_step(run_dir) is None
     parallel.barrier("looked for a first checkpoint")
-    if first:
-        checkpoint.save(run_dir, 0, state, {"iteration": 0, "config": config.to_dict()})
+    # One saver for the whole loop; leaving the block (the end, an error, Ctrl-C)
+    # waits for a pending asynchronous write to commit.
+    with checkpoint.Saver(run_dir, asynchronous=config.checkpoint.asynchronous) as saver:
+        return loop(args, config, comps, state, saver, first, console)
+
+
+def loop(args, config, comps, state, saver, first: bool, console) -> int:
+    """The iterations of the main job, from ``state`` (after a resume, or new)."""
+    from agz_jax import parallel, run
+
+    run_dir: Path = args.out
+    meta = {"config": config.to_dict()}
+    # Seconds spent on the last checkpoint, logged in the next iteration's line
+    # (run.PREVIOUS_CHECKPOINT_S says why there); None until this process saves one.
+    checkpoint_s = saver.save(0, state, {"iteration": 0, **meta}) if first else None
 
     # Only process 0 writes the metrics; the others keep an unwritten log.
-    log = run.MetricsLog(run_dir, keep_through=int(state.iteration), write=main_process)
+    log = run.MetricsLog(run_dir, keep_through=int(state.iteration), write=parallel.is_main())
     if int(state.iteration) >= config.iterations:
         console.print(f"nothing to do: {run_dir} is complete ({int(state.iteration)} iterations;"
                       " pass --iterations N to extend it)")
@@ -206,20 +225,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.save_games > 0:
         comps = record_selfplay(comps, games)
     while int(state.iteration) < config.iterations:
+        t0 = time.perf_counter()
         state, metrics = run.run_iteration(comps, state)
         it = int(state.iteration)
-        log.write(it, metrics)
-        checkpoint.save(run_dir, it, state, {"iteration": it, "config": config.to_dict()})
         if games:
             save_games(run_dir / "games", it, games.pop("moves"), config.game.size,
                        args.save_games)
+        metrics[run.ITERATION_S] = time.perf_counter() - t0
+        if checkpoint_s is not None:
+            metrics[run.PREVIOUS_CHECKPOINT_S] = checkpoint_s
+        # The line before the checkpoint: see run.PREVIOUS_CHECKPOINT_S.
+        log.write(it, metrics)
         if not args.quiet:
             console.print(fmt_line(it, config.iterations, metrics))
+        checkpoint_s = saver.save(it, state, {"iteration": it, **meta})
+    checkpoint_s += saver.wait()  # the last checkpoint, committed
     log.close()
 
     history = log.read()
     wall = time.perf_counter() - start
-    console.print(summary(history, wall, run_dir))
+    console.print(summary(history, wall, run_dir, last_checkpoint_s=checkpoint_s))
     print_params_hash(run, state)
     return 0
 
@@ -233,10 +258,26 @@ def print_params_hash(run, state) -> None:
           f"{jax.process_count()})", flush=True)
 
 
-def summary(history: list[dict], wall: float, run_dir: Path) -> str:
+def summary(history: list[dict], wall: float, run_dir: Path,
+            last_checkpoint_s: float | None = None) -> str:
+    """The end-of-run report; ``last_checkpoint_s``: the seconds the loop spent on
+    the last checkpoint, which no metrics line holds."""
+    from agz_jax import run
+
     iterations = [h for h in history if h["iteration"] > 0]
     trained = [h for h in iterations if h.get("train/trained")]
     lines = [f"done: {len(iterations)} iterations in {run_dir} ({wall:.0f} s this session)"]
+    share = run.selfplay_share(iterations)
+    if share is not None:
+        timed = [h for h in iterations if run.ITERATION_S in h]
+        saves = [h[run.PREVIOUS_CHECKPOINT_S] for h in timed if run.PREVIOUS_CHECKPOINT_S in h]
+        if last_checkpoint_s is not None:
+            saves.append(last_checkpoint_s)
+        lines.append(
+            f"  self-play took {share:.0%} of the wall time of {len(timed)} iterations "
+            f"({sum(run.wall_seconds(h) for h in timed):.0f} s, checkpoints included)"
+            + (f"; checkpoints {sum(saves) / len(saves):.1f} s each on average "
+               f"({len(saves)} saves)" if saves else ""))
     if trained:
         first, last = trained[0], trained[-1]
         lines.append(

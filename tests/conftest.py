@@ -25,9 +25,20 @@ if (not os.environ.get("AGZ_JAX_TEST_XLA_DEFAULT")
                                + " --xla_backend_optimization_level=0").strip()
 
 import jax  # noqa: E402
+import pytest  # noqa: E402
 
 if not os.environ.get("AGZ_JAX_NO_CACHE"):
     _cache = os.environ.get("AGZ_JAX_TEST_CACHE",
                             str(Path(__file__).resolve().parents[1] / ".cache" / "jax-tests"))
     jax.config.update("jax_compilation_cache_dir", _cache)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    """The environment of a module's subprocesses (the main job as a user runs it)."""
+    e = dict(os.environ)
+    # One compilation cache for the module's subprocesses, fresh for each session.
+    e["AGZ_JAX_CACHE_DIR"] = str(tmp_path_factory.mktemp("xla_cache"))
+    e.pop("AGZ_JAX_NO_CACHE", None)
+    return e  # with the XLA flags above, as every process of the suite

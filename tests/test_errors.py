@@ -167,10 +167,13 @@ def test_resume_refuses_other_settings_and_accepts_its_own(tmp_path):
     config = get_preset("smoke")
     checkpoint.write_config(tmp_path, config)
     out = ["--out", str(tmp_path), "--resume"]
-    args, again = selfplay_cli.parse([*out, "--iterations", "9", "--parallel.devices", "1"])
-    assert args.resume and again == config.replace(iterations=9, **{"parallel.devices": 1})
+    args, again = selfplay_cli.parse([*out, "--iterations", "9", "--parallel.devices", "1",
+                                      "--checkpoint.asynchronous"])
+    assert args.resume and again == config.replace(
+        iterations=9, **{"parallel.devices": 1, "checkpoint.asynchronous": True})
     with pytest.raises(ConfigError, match="search.num_simulations differs from the config saved "
-                       "in .*; only --iterations and --parallel.\\* may change on --resume"):
+                       "in .*; only --iterations, --parallel.\\* and --checkpoint.\\* may "
+                       "change on --resume"):
         selfplay_cli.parse([*out, "--search.num-simulations", "3"])
     with pytest.raises(ConfigError, match="--preset cpu differs"):
         selfplay_cli.parse([*out, "--preset", "cpu"])

@@ -195,6 +195,10 @@ def test_a_run_directory_is_named_by_its_checkpoint(tmp_path):
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert ladder.selfplay_progress(run_dir, 1) == {
         "run": str(run_dir), "iteration": 1, "games": 8.0, "hours": pytest.approx(1.21)}
+    # Lines that time the whole iteration count it, checkpoint included, not the phases.
+    rows[1].update({"time/iteration_s": 5400.0, "time/previous_checkpoint_s": 360.0})
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert ladder.selfplay_progress(run_dir, 1)["hours"] == pytest.approx(1.61)
     spec = arena_cli.load_spec(arena_cli.parse_spec(f"policy:{run_dir}", "--candidate"),
                                "--candidate")
     from agz_jax.gomoku import Rules

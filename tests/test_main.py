@@ -1,7 +1,6 @@
 """End to end: the main job as a user runs it (subprocesses), bad input, resume."""
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -19,15 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # A smoke run trimmed further: the point here is the loop's bookkeeping.
 SMALL = ["--preset", "smoke", "--quiet", "--selfplay.num-games", "4",
          "--gating.num-games", "2", "--eval.every", "2", "--eval.num-games", "2"]
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    e = dict(os.environ)
-    # One compilation cache for the module's subprocesses, fresh for each session.
-    e["AGZ_JAX_CACHE_DIR"] = str(tmp_path_factory.mktemp("xla_cache"))
-    e.pop("AGZ_JAX_NO_CACHE", None)
-    return e  # with conftest's XLA flags, as every process of the suite
 
 
 def main_job(args, env, check=True, timeout=600):

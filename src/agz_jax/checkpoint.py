@@ -1,9 +1,15 @@
 """Orbax checkpoints of a whole run: every array of the run state plus JSON metadata.
 
 Layout: ``RUN_DIR/config.json`` (the run's config, written once) and
-``RUN_DIR/checkpoints/<iteration>/{state,meta}``. Saving is synchronous, and
-orbax writes each step to a temporary directory renamed on completion, so a
-run killed mid-save leaves the previous checkpoint intact.
+``RUN_DIR/checkpoints/<iteration>/{state,meta}``. Orbax writes each step to a
+temporary directory renamed on completion (the commit), so a run killed
+mid-save leaves the previous checkpoint intact; only committed steps are listed
+and restored.
+
+``save`` writes one checkpoint and returns when it is committed. A run's loop
+keeps one ``Saver``, which can also write asynchronously: its ``save`` returns
+once the arrays are copied to the host (and the previous write has committed),
+and the write continues in orbax's background thread (see ``Saver``).
 
 A checkpoint that cannot be read is told apart from one that does not fit the
 run's config (its arrays' shapes, from orbax's metadata): the first raises
@@ -17,6 +23,7 @@ import contextlib
 import json
 import logging
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,15 +35,18 @@ from agz_jax.config import Config, ConfigError
 SET_ASIDE = "damaged"  # RUN_DIR/damaged/<step>: checkpoints moved out of the way
 
 
-def _not_read_only_notice(record: logging.LogRecord) -> bool:
+def _not_routine_notice(record: logging.LogRecord) -> bool:
     """False for orbax's notices that a read-only manager adjusted its options
-    (three absl warnings each time a run is resumed or a model read): nothing
-    is wrong, and the user can do nothing about them."""
+    (three absl warnings each time a run is resumed or a model read), and for
+    its warning that an asynchronous save waited over a second for the previous
+    write (the main job logs that wait itself, ``run.PREVIOUS_CHECKPOINT_S``):
+    nothing is wrong, and the user can do nothing about them."""
     msg = record.getMessage()
-    return not ("read_only=True" in msg or msg.startswith("Given directory is read only"))
+    return not ("read_only=True" in msg or msg.startswith("Given directory is read only")
+                or msg.startswith("Waiting for previous save to complete took"))
 
 
-logging.getLogger("absl").addFilter(_not_read_only_notice)
+logging.getLogger("absl").addFilter(_not_routine_notice)
 
 _unraisablehook = sys.unraisablehook
 
@@ -81,10 +91,13 @@ def _quiet_absl():
         logger.setLevel(level)
 
 
-def _manager(run_dir: Path, read_only: bool = False) -> ocp.CheckpointManager:
+def _manager(run_dir: Path, read_only: bool = False,
+             asynchronous: bool = False) -> ocp.CheckpointManager:
+    # A writer first removes the temporary directories of writes a killed
+    # process left unfinished (a gpu-sized one holds gigabytes).
     options = ocp.CheckpointManagerOptions(
-        max_to_keep=2, enable_async_checkpointing=False, create=not read_only,
-        read_only=read_only,
+        max_to_keep=2, enable_async_checkpointing=asynchronous, create=not read_only,
+        read_only=read_only, cleanup_tmp_directories=not read_only,
     )
     return ocp.CheckpointManager(
         (run_dir / "checkpoints").absolute(), options=options, item_names=("state", "meta")
@@ -128,11 +141,60 @@ def _on_disk(state: Any) -> Any:
     return state
 
 
-def save(run_dir: Path, step: int, state: Any, meta: dict) -> None:
-    with _manager(run_dir) as mngr:
-        mngr.save(step, args=ocp.args.Composite(
+class Saver:
+    """Writes one run's checkpoints through one orbax manager (every process of a
+    multi-process run makes the same calls: orbax's saves are collective).
+
+    Synchronous (the default): ``save`` returns when the step is committed.
+    Asynchronous: ``save`` first waits for the previous step's write to commit,
+    then copies the arrays to host memory and returns; the write, the commit
+    (the rename of the step's temporary directory) and the removal of the
+    oldest step then run in orbax's background thread, while the caller goes
+    on. A step is on disk, for ``all_steps`` and a resume, only once committed,
+    and the oldest step is removed only after the newer one commits, so a
+    process killed at any moment leaves its last committed step intact. The
+    host copy is the checkpoint's own: on a GPU it is a copy in host memory;
+    on the CPU, where it is a view of the arrays' memory, jax will not donate
+    an array while such a view lives (it copies instead), so the next
+    iteration cannot overwrite what is being written.
+
+    ``wait`` blocks until the pending write has committed; ``close`` (also on
+    leaving a ``with`` block, even by an exception or Ctrl-C) waits, then
+    releases the manager. ``save`` and ``wait`` return the seconds the caller
+    was blocked.
+    """
+
+    def __init__(self, run_dir: Path, asynchronous: bool = False):
+        self.asynchronous = asynchronous
+        self._mngr = _manager(run_dir, asynchronous=asynchronous)
+
+    def save(self, step: int, state: Any, meta: dict) -> float:
+        t0 = time.perf_counter()
+        self._mngr.save(step, args=ocp.args.Composite(
             state=ocp.args.StandardSave(_on_disk(state)), meta=ocp.args.JsonSave(meta)))
-        mngr.wait_until_finished()
+        if not self.asynchronous:
+            self._mngr.wait_until_finished()
+        return time.perf_counter() - t0
+
+    def wait(self) -> float:
+        t0 = time.perf_counter()
+        self._mngr.wait_until_finished()
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        self._mngr.close()
+
+    def __enter__(self) -> Saver:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def save(run_dir: Path, step: int, state: Any, meta: dict) -> None:
+    """Write checkpoint ``step`` of ``state`` and ``meta``; returns once it is committed."""
+    with Saver(run_dir) as saver:
+        saver.save(step, state, meta)
 
 
 def _step_dir(run_dir: Path, step: int) -> Path:

@@ -33,7 +33,7 @@ from agz_jax.presets import PRESETS, get_preset
 # The sections of the main job (``experiments.selfplay``); the curriculum also
 # uses basic, imitate and curriculum.
 RUN_SECTIONS = ("game", "net", "features", "search", "decay", "selfplay", "replay", "train",
-                "gating", "eval", "parallel", "openings")
+                "gating", "eval", "parallel", "checkpoint", "openings")
 ALL_SECTIONS = RUN_SECTIONS + ("basic", "imitate", "curriculum")
 
 
@@ -264,7 +264,8 @@ def parse_run(command: RunCommand, argv: Sequence[str]) -> tuple[argparse.Namesp
         if field:
             flags = [f"--{a}.*" if a in ALL_SECTIONS else "--" + a.replace("_", "-")
                      for a in command.resume_allows]
-            may = (f"only {' and '.join(flags)} may change on --resume" if flags
+            listed = ", ".join(flags[:-1]) + " and " * (len(flags) > 1) + flags[-1] if flags else ""
+            may = (f"only {listed} may change on --resume" if flags
                    else "--resume uses the run's own config")
             raise ConfigError(f"{field} differs from the config saved in "
                               f"{args.out / 'config.json'}; {may}")

@@ -25,6 +25,7 @@ from agz_jax.checks import (
 )
 from agz_jax.sections import (
     BasicConfig,
+    CheckpointConfig,
     CurriculumConfig,
     DecayConfig,
     EvalConfig,
@@ -63,6 +64,7 @@ class Config:
     gating: GatingConfig = field(default_factory=GatingConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     parallel: ParallelConfig = field(default_factory=ParallelConfig)
+    checkpoint: CheckpointConfig = field(default_factory=CheckpointConfig)
     openings: OpeningsConfig = field(default_factory=OpeningsConfig)
     basic: BasicConfig = field(default_factory=BasicConfig)
     imitate: ImitateConfig = field(default_factory=ImitateConfig)
@@ -196,6 +198,7 @@ _SECTIONS = {
     "gating": GatingConfig,
     "eval": EvalConfig,
     "parallel": ParallelConfig,
+    "checkpoint": CheckpointConfig,
     "openings": OpeningsConfig,
     "basic": BasicConfig,
     "imitate": ImitateConfig,

@@ -265,6 +265,41 @@ def params_hash(state: RunState) -> str:
     return h.hexdigest()
 
 
+# The main job's loop (experiments/selfplay.py) adds two timings to iteration i's
+# metrics line. ITERATION_S: the wall time from the start of iteration i to its
+# line (every phase and the host's work between them). PREVIOUS_CHECKPOINT_S: the
+# seconds the loop spent on checkpoint i-1, which it saves after line i-1 (absent
+# when this process saved none before iteration i: a resumed run's first line).
+# Iteration i's own checkpoint cannot be in its line: the line is written before
+# the checkpoint so that a run killed at any moment has logged every iteration its
+# checkpoints hold (lines past the last checkpoint are dropped on resume,
+# ``MetricsLog``); a line written after the commit would be lost by a kill
+# between the two. Together the two keys of line i cover the loop's wall time
+# from the end of line i-1 to line i.
+ITERATION_S = "time/iteration_s"
+PREVIOUS_CHECKPOINT_S = "time/previous_checkpoint_s"
+
+
+def wall_seconds(line: dict) -> float:
+    """A metrics line's wall time: ``time/iteration_s`` plus
+    ``time/previous_checkpoint_s`` where the main job logged them, else (older
+    logs, iteration 0's evaluation, other loops) the sum of the phases'
+    ``time/*_s``."""
+    if ITERATION_S in line:
+        return line[ITERATION_S] + line.get(PREVIOUS_CHECKPOINT_S, 0.0)
+    return sum(v for k, v in line.items() if k.startswith("time/") and k.endswith("_s"))
+
+
+def selfplay_share(lines: list[dict]) -> float | None:
+    """Self-play's share of the wall time of the iterations whose lines carry
+    ``time/iteration_s``: the sum of their ``time/selfplay_s`` over the sum of
+    their ``wall_seconds`` (checkpoints included); None if no line has it."""
+    timed = [m for m in lines if ITERATION_S in m]
+    if not timed:
+        return None
+    return sum(m["time/selfplay_s"] for m in timed) / sum(wall_seconds(m) for m in timed)
+
+
 def deterministic(metrics: dict) -> dict:
     """The metrics that must be identical across runs of one seed (no timings)."""
     return {k: v for k, v in metrics.items() if not k.startswith(TIMING_KEYS)}

@@ -298,6 +298,22 @@ class ParallelConfig(Section):
 
 
 @dataclass(frozen=True)
+class CheckpointConfig(Section):
+    """How the main job writes the checkpoint after every iteration
+    (``agz_jax.checkpoint.Saver``). Results do not depend on it, so a run may
+    resume with another setting."""
+
+    section = "checkpoint"
+    asynchronous: bool = setting(False, FLAG)
+    """Write each checkpoint in orbax's background thread while the next
+    iteration runs: the loop waits only for the copy of the arrays to host
+    memory (and for the previous write, if it has not committed yet). An
+    iteration counts as done once its checkpoint commits: a run killed before
+    that resumes from the one before and plays it again. Costs host memory for
+    one copy of the state; off, the loop waits for every write."""
+
+
+@dataclass(frozen=True)
 class OpeningsConfig(Section):
     """Balanced opening positions (``agz_jax.openings``) for self-play, gating and
     evaluation, so that black's first-move advantage does not swamp what is learned
