@@ -58,7 +58,7 @@ PRESETS: dict[str, Config] = {
         eval=EvalConfig(every=10, num_games=100, num_simulations=16),
     ),
     # The whole curriculum on the paper's 15x15 board and net, sized for 2 CPU
-    # cores (the shipped models/default): `python -m experiments.curriculum`.
+    # cores (models/curriculum): `python -m experiments.curriculum`.
     "curriculum": Config(
         iterations=5,
         game=GameConfig(size=15),

@@ -385,7 +385,7 @@ class ImitateConfig(Section):
     """Plies per jitted chunk of the mentor's games and of the evaluation match;
     finished games leave the batch between chunks (``arena.play_match_compact``).
     0: each match in one scan, every ply at full batch until its last game ends
-    (how ``models/default`` was trained; the mentor breaks ties by a key of the
+    (how ``models/curriculum`` was trained; the mentor breaks ties by a key of the
     whole batch, so the two play different games)."""
 
 
