@@ -69,45 +69,31 @@ def _extra_defender(task: str, to_play: int) -> int:
     return d - 1
 
 
-def five_points(board: np.ndarray, size: int, me: int) -> set[int]:
-    """Plain-Python: the empty points where a stone ``me`` (+1/-1) makes five or more."""
-    out = set()
-    grid = board.reshape(size, size)
-    for r in range(size):
-        for c in range(size):
-            if grid[r, c]:
-                continue
-            for dr, dc in DIRECTIONS:
-                n = 1
-                for sign in (1, -1):
-                    rr, cc = r + sign * dr, c + sign * dc
-                    while 0 <= rr < size and 0 <= cc < size and grid[rr, cc] == me:
-                        n += 1
-                        rr, cc = rr + sign * dr, cc + sign * dc
-                if n >= 5:
-                    out.add(r * size + c)
-                    break
-    return out
-
-
 def positions(size: int, per_case: int, seed: int) -> list[Position]:
     """``per_case`` positions for each task and colour to move (see the module)."""
     if size < 7:
         raise FivesError(f"the board must be at least 7x7, got {size}")
+    import jax
+
+    from agz_jax.gomoku import Rules
+
+    five_points = jax.jit(Rules(size).five_points)  # the rules' own reading, once compiled
     rng = np.random.default_rng(seed)
     out = []
     for task in TASKS:
         for to_play in (0, 1):
             made = 0
             while made < per_case:
-                p = _draw(rng, size, task, to_play)
+                p = _draw(rng, size, task, to_play, five_points)
                 if p is not None:
                     out.append(p)
                     made += 1
     return out
 
 
-def _draw(rng, size: int, task: str, to_play: int) -> Position | None:
+def _draw(rng, size: int, task: str, to_play: int, five_points) -> Position | None:
+    """One position, or None if the draw does not fit (off the board, or
+    another five point for either side); ``five_points``: ``Rules.five_points``."""
     dr, dc = DIRECTIONS[rng.integers(len(DIRECTIONS))]
     if rng.integers(2):
         dr, dc = -dr, -dc
@@ -126,7 +112,8 @@ def _draw(rng, size: int, task: str, to_play: int) -> Position | None:
     board = np.zeros(size * size, np.int8)
     a_stone = 1 if attacker_colour == 0 else -1
     board[attacker], board[defender] = a_stone, -a_stone
-    if five_points(board, size, a_stone) != {point(answer)} or five_points(board, size, -a_stone):
+    attacker_fives = np.flatnonzero(np.asarray(five_points(board, np.int8(a_stone))))
+    if attacker_fives.tolist() != [point(answer)] or np.any(five_points(board, np.int8(-a_stone))):
         return None
     # The last move: in `block`, the attacker stone that made the four; in
     # `complete`, a scattered defender stone.
@@ -139,8 +126,7 @@ def _draw(rng, size: int, task: str, to_play: int) -> Position | None:
     moves = []
     for i in range(len(black) + len(white)):
         moves.append((black if i % 2 == 0 else white)[i // 2])
-    if moves[-1] != last:
-        return None  # the counts put the other colour last: cannot happen, checked
+    assert moves[-1] == last  # the counts (``_extra_defender``) put the right colour last
     return Position(moves, point(answer), task, to_play)
 
 
@@ -159,14 +145,11 @@ def score(logits: np.ndarray, legal: np.ndarray, answer: np.ndarray) -> dict:
             "p": float(np.mean(p)), "median_rank": float(np.median(rank))}
 
 
-def measure(name: str, cases: list[Position] | None = None, per_case: int = 100,
-            seed: int = 0) -> dict:
-    """The table of one net (a model name, model directory or run directory)."""
+def measure(model, cases: list[Position] | None = None, per_case: int = 100,
+              seed: int = 0) -> dict:
+    """The table of one net: ``model`` as ``agz_jax.models.load`` returns it."""
     import jax
 
-    from agz_jax import models
-
-    model = models.load(name)
     rules, nets = model.rules, model.nets
     cases = cases if cases is not None else positions(rules.size, per_case, seed)
     states = [rules.from_moves(p.moves) for p in cases]
@@ -186,7 +169,7 @@ def measure(name: str, cases: list[Position] | None = None, per_case: int = 100,
         for to_play, colour in enumerate(("black", "white")):
             pick = np.array([p.task == task and p.to_play == to_play for p in cases])
             table[f"{task}/{colour}"] = score(logits[pick], legal[pick], answer[pick])
-    return {"net": name, "size": rules.size, "seed": seed, "step": model.step, "tasks": table}
+    return {"net": model.name, "size": rules.size, "seed": seed, "step": model.step, "tasks": table}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -202,7 +185,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    from agz_jax.models import ModelError
+    from agz_jax import models
 
     if args.positions < 1:
         print(f"error: --positions must be >= 1, got {args.positions}", file=sys.stderr)
@@ -210,13 +193,12 @@ def main(argv: list[str] | None = None) -> int:
     cache: dict[int, list[Position]] = {}
     for name in args.nets:
         try:
-            from agz_jax import models
-
-            size = models.read_config(models.resolve(name)).game.size
+            model = models.load(name)
+            size = model.rules.size
             if size not in cache:
                 cache[size] = positions(size, args.positions, args.seed)
-            result = measure(name, cache[size], seed=args.seed)
-        except (ModelError, FivesError) as e:
+            result = measure(model, cache[size], seed=args.seed)
+        except (models.ModelError, FivesError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
         if args.json:

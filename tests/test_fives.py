@@ -10,6 +10,7 @@ import pytest
 import reference
 from tiny_models import random_model
 
+from agz_jax import models
 from experiments import fives
 
 
@@ -65,7 +66,7 @@ def test_the_net_alone_not_the_search_rules(tmp_path, capsys):
     cfg = json.loads((path / "config.json").read_text())
     cfg["search"].update(forced_moves=True, answer_threats=True, answer_four_threes=True)
     (path / "config.json").write_text(json.dumps(cfg))
-    result = fives.measure(str(path), per_case=40, seed=0)
+    result = fives.measure(models.load(str(path)), per_case=40, seed=0)
     assert set(result["tasks"]) == {"complete/black", "complete/white", "block/black",
                                     "block/white"}
     for row in result["tasks"].values():
