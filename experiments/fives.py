@@ -1,5 +1,5 @@
 """What a net's raw policy knows of the game's last tactic: completing a five,
-and blocking the opponent's.
+and blocking the opponent's; and where it opens on the empty board.
 
     python -m experiments.fives models/curriculum models/campaign
     python -m experiments.fives experiments/ablation_state/runs/single/seed_0/snapshots/it48 --json
@@ -23,7 +23,14 @@ first choice among the legal moves, the mean probability the policy gives it,
 and its median rank (0: first). The policy is the net's own, with no search
 and none of the search's hand-written move rules (``search.forced_moves`` and
 the rest restrict the moves a search looks at, not the net), so this measures
-what the net has learned by itself. Cheap and exact where matches are slow and
+what the net has learned by itself.
+
+The opening: the policy's first choice on the empty board (x is the column, y
+the row, from 0 at the top left, as the Gomocup protocol and the web board
+count), its probability as a multiple of uniform, its distance from the centre
+(in king moves), and the probability the policy puts on the centre's 3x3.
+
+Cheap and exact where matches are slow and
 noisy: the ablation's snapshots and the campaign's nets are compared on it in
 docs/ablation.md and docs/campaign.md.
 """
@@ -145,6 +152,23 @@ def score(logits: np.ndarray, legal: np.ndarray, answer: np.ndarray) -> dict:
             "p": float(np.mean(p)), "median_rank": float(np.median(rank))}
 
 
+def opening_of(logits: np.ndarray, legal: np.ndarray, size: int) -> dict:
+    """The first move of the policy ``logits`` float[A] over the ``legal`` bool[A]
+    moves of an empty ``size`` x ``size`` board (see the module)."""
+    masked = np.where(legal, logits.astype(np.float64), -np.inf)
+    prob = np.exp(masked - masked.max())
+    prob /= prob.sum()
+    best = int(np.argmax(prob))
+    y, x = divmod(best, size)
+    rows, cols = np.divmod(np.arange(size * size), size)
+    centre = (size - 1) / 2
+    near = (np.abs(rows - centre) <= 1) & (np.abs(cols - centre) <= 1)
+    return {"x": x, "y": y, "p": float(prob[best]),
+            "vs_uniform": float(prob[best] * legal.sum()),
+            "from_centre": float(max(abs(x - centre), abs(y - centre))),
+            "centre_3x3": float(prob[near].sum())}
+
+
 def measure(model, cases: list[Position] | None = None, per_case: int = 100,
               seed: int = 0) -> dict:
     """The table of one net: ``model`` as ``agz_jax.models.load`` returns it."""
@@ -163,13 +187,16 @@ def measure(model, cases: list[Position] | None = None, per_case: int = 100,
         return logits, jax.vmap(rules.legal_mask)(states)
 
     logits, legal = jax.device_get(policy(model.variables, states))
+    empty = jax.tree.map(lambda x: x[None], rules.init())
+    first_logits, first_legal = jax.device_get(policy(model.variables, empty))
     answer = np.array([p.answer for p in cases])
     table = {}
     for task in TASKS:
         for to_play, colour in enumerate(("black", "white")):
             pick = np.array([p.task == task and p.to_play == to_play for p in cases])
             table[f"{task}/{colour}"] = score(logits[pick], legal[pick], answer[pick])
-    return {"net": model.name, "size": rules.size, "seed": seed, "step": model.step, "tasks": table}
+    return {"net": model.name, "size": rules.size, "seed": seed, "step": model.step,
+            "tasks": table, "opening": opening_of(first_logits[0], first_legal[0], rules.size)}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -209,6 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {'task / to move':18} {'top-1':>6} {'p':>6} {'median rank':>12}")
         for key, row in result["tasks"].items():
             print(f"  {key:18} {row['top1']:6.2f} {row['p']:6.3f} {row['median_rank']:12.1f}")
+        o = result["opening"]
+        print(f"  empty board: opens x={o['x']} y={o['y']} (p {o['p']:.3f}, "
+              f"{o['vs_uniform']:.1f}x uniform), {o['from_centre']:g} from the centre; "
+              f"the centre's 3x3 holds {o['centre_3x3']:.2f}")
     return 0
 
 

@@ -28,6 +28,10 @@ JAX_COORDINATOR_ADDRESS; ``--num-processes auto`` detects SLURM / Open MPI /
 TPU pods). ``--out`` must be a directory every host sees; process 0 writes the
 logs, all processes take part in checkpoints and restore the same state.
 
+Ctrl-C stops the job once any pending checkpoint write has committed; it says in
+one line which checkpoint is kept and the command that continues from it (exit
+status 130).
+
 Each iteration's metrics line holds its phases' times and ``time/iteration_s``
 (all of it up to the line) and ``time/previous_checkpoint_s`` (the checkpoint
 written after the previous line); the summary at the end gives self-play's share
@@ -121,6 +125,26 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # --help
         return int(e.code or 0)
 
+    try:
+        return run_job(args, config)
+    except KeyboardInterrupt:
+        # Ctrl-C: the saver has committed any pending write, and every checkpointed
+        # iteration is logged; only the iteration in progress is lost.
+        from agz_jax import checkpoint
+
+        step = checkpoint.latest_step(args.out)
+        if step is None:
+            print(f"interrupted before the first checkpoint of {args.out}: nothing to "
+                  "resume; run the same command again to start over", file=sys.stderr)
+        else:
+            print(f"interrupted: checkpoint {step} is kept in {args.out}; continue with "
+                  f"python -m experiments.selfplay --out {args.out} --resume",
+                  file=sys.stderr)
+        return cli.INTERRUPTED
+
+
+def run_job(args: argparse.Namespace, config: Config) -> int:
+    """The main job after its command line parsed: the exit status."""
     from agz_jax import checkpoint, parallel
 
     parallel.initialize(args.hosts)  # before anything else touches a device
@@ -333,4 +357,4 @@ def save_games(directory: Path, iteration: int, moves, size: int, count: int) ->
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.leave(main())

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import checkpoint, run
+from agz_jax import checkpoint, cli, run
 from experiments import selfplay as selfplay_cli
 from tests.test_main import ROOT, SMALL, main_job, read_metrics
 
@@ -220,8 +220,13 @@ def test_ctrl_c_waits_for_the_pending_write_and_resumes_equal_to_unbroken(tmp_pa
     proc = interrupted(run_dir, env, 5, (run_dir / "holding").exists, "checkpoint 2's write",
                        signal.SIGINT)
     _, err = proc.communicate(timeout=600)
-    assert proc.returncode != 0 and "KeyboardInterrupt" in err
     steps = checkpoint.all_steps(run_dir)
+    # One line, no traceback: the checkpoint kept and the command that continues.
+    assert proc.returncode == cli.INTERRUPTED, err
+    assert "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == (
+        f"interrupted: checkpoint {steps[-1]} is kept in {run_dir}; continue with "
+        f"python -m experiments.selfplay --out {run_dir} --resume")
     assert 2 in steps  # the pending write committed before the process left
     assert not [p for p in (run_dir / "checkpoints").iterdir() if not p.name.isdigit()]
     logged = [m["iteration"] for m in read_metrics(run_dir)]
@@ -231,6 +236,45 @@ def test_ctrl_c_waits_for_the_pending_write_and_resumes_equal_to_unbroken(tmp_pa
     resumed = main_job(["--out", str(run_dir), "--resume", "--checkpoint.no-asynchronous"],
                        env)
     assert_equal_runs(lines, digest, run_dir, resumed.stdout)
+
+
+# ``python -m experiments.selfplay ARGS`` with Ctrl-C raising KeyboardInterrupt, as in
+# a terminal (a child of a background job would otherwise inherit SIGINT ignored).
+AS_IN_A_TERMINAL = """
+import runpy, signal
+signal.signal(signal.SIGINT, signal.default_int_handler)
+runpy.run_module("experiments.selfplay", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("when", ["announced", "checkpointed"])
+def test_ctrl_c_from_the_command_line_says_what_is_kept_in_one_line(tmp_path, env, when):
+    """``python -m experiments.selfplay`` as a user runs it, Ctrl-C as soon as it has
+    announced the run (the first checkpoint is most likely not written yet), or as
+    soon as its first checkpoint is written."""
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", AS_IN_A_TERMINAL, *SMALL, "--iterations", "50",
+         "--out", str(run_dir)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().startswith(f"run {run_dir}: preset smoke")
+    deadline = time.time() + 600
+    while when == "checkpointed" and checkpoint.latest_step(run_dir) is None:
+        assert proc.poll() is None, f"the run ended before a checkpoint: {proc.communicate()}"
+        assert time.time() < deadline, "no first checkpoint in 600 s"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == cli.INTERRUPTED, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    step = checkpoint.latest_step(run_dir)
+    assert step is not None or when == "announced"
+    if step is None:
+        assert err.startswith(f"interrupted before the first checkpoint of {run_dir}")
+        return
+    assert err.startswith(f"interrupted: checkpoint {step} is kept in {run_dir}")
+    resumed = main_job(["--out", str(run_dir), "--resume", "--iterations", str(step + 1)], env)
+    assert f"resumed {run_dir} at iteration {step}" in resumed.stdout
 
 
 # ------------------------------------------------------------------------- the measure

@@ -5,6 +5,7 @@ move rules)."""
 import copy
 import json
 
+import jax
 import numpy as np
 import pytest
 import reference
@@ -58,6 +59,22 @@ def test_score_by_hand():
     assert got["p"] == pytest.approx((p0 + p1 + 0.25) / 3)
 
 
+def test_opening_by_hand():
+    size = 5  # centre (2, 2); its 3x3 holds points 6-8, 11-13, 16-18
+    logits = np.zeros(25)
+    logits[3] = np.log(5.0)  # x=3, y=0: 5 times any other point
+    logits[0] = 9.0  # the most probable, but illegal
+    legal = np.ones(25, bool)
+    legal[0] = False
+    got = fives.opening_of(logits, legal, size)
+    total = 23 + 5.0
+    assert (got["x"], got["y"]) == (3, 0)
+    assert got["p"] == pytest.approx(5 / total)
+    assert got["vs_uniform"] == pytest.approx(5 / total * 24)
+    assert got["from_centre"] == 2.0
+    assert got["centre_3x3"] == pytest.approx(9 / total)
+
+
 def test_the_net_alone_not_the_search_rules(tmp_path, capsys):
     # A random net whose config turns on every forced-move rule: with the rules'
     # restriction the answer would be the only move (top-1 1.0); the net alone
@@ -75,6 +92,16 @@ def test_the_net_alone_not_the_search_rules(tmp_path, capsys):
     assert fives.main([str(path), "--positions", "3", "--json"]) == 0
     line = json.loads(capsys.readouterr().out)
     assert line["tasks"]["block/white"]["positions"] == 3
+    # The opening is the net's own first choice on the empty board.
+    model = models.load(str(path))
+    rules = model.rules
+    empty = jax.tree.map(lambda x: x[None], rules.init())
+    logits, _ = model.nets.evaluate(model.variables, model.nets.observe(rules, empty),
+                                    empty.to_play)
+    best = int(np.argmax(np.asarray(logits[0])))
+    assert (line["opening"]["x"], line["opening"]["y"]) == (best % 9, best // 9)
+    assert fives.main([str(path), "--positions", "2"]) == 0
+    assert "empty board: opens x=" in capsys.readouterr().out
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):

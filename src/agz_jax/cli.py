@@ -21,7 +21,9 @@ import functools
 import inspect
 import itertools
 import json
+import os
 import re
+import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -273,6 +275,22 @@ def parse_run(command: RunCommand, argv: Sequence[str]) -> tuple[argparse.Namesp
         args.out = command.default_out(args.preset or command.default_preset)
     check_out(args.out)
     return args, config
+
+
+# The exit status of a job stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
+INTERRUPTED = 130
+
+
+def leave(status: int) -> None:
+    """Exit a command with ``status``. After Ctrl-C (``INTERRUPTED``) the command has
+    already committed its checkpoint and written its logs, so it exits at once rather
+    than wait for work still in flight on other threads (a device computation, a
+    background writer)."""
+    if status == INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    sys.exit(status)
 
 
 def check_out(out: Path) -> None:
