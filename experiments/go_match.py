@@ -31,6 +31,7 @@ import math
 import sys
 import time
 
+from agz_jax import arena
 from agz_jax.cache import enable_compilation_cache
 from agz_jax.go import gtp, play, sgf
 from agz_jax.go import net as net_lib
@@ -58,22 +59,13 @@ def parse_args(argv=None):
     return args
 
 
-def wilson(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
-    if n == 0:
-        return 0.0, 1.0
-    s = wins / n
-    centre = (s + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(s * (1 - s) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def totals(games: list[dict]) -> dict:
     """Wins, losses, draws and the score (draws count a half) of the net."""
     n = len(games)
     wins = sum(g["net_won"] == 1 for g in games)
     draws = sum(g["net_won"] == 0.5 for g in games)
     score = (wins + draws / 2) / n if n else 0.0
-    low, high = wilson(wins + draws / 2, n)
+    low, high = arena.wilson(score, n) if n else (0.0, 1.0)
     return {"games": n, "wins": wins, "losses": n - wins - draws, "draws": draws,
             "score": score, "se": math.sqrt(score * (1 - score) / n) if n else 0.0,
             "wilson95": [low, high],

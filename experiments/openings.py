@@ -14,6 +14,15 @@ under Winning Value Decay the values of early positions are all near 0, so it
 hardly separates the openings.) The file's header records
 the command, the model and every kept opening's value, so the set can be made
 again and its source is on record.
+
+    python -m experiments.openings --check balanced15 --model default --games 2 --sims 32
+
+``--check SET`` makes nothing: it measures black's score in the judge's
+self-play games from every opening of an existing set (a shipped name or a
+file), ``--games`` games each, with its 95% interval. With a ``--seed`` other
+than the one that made the set, this is a fresh measurement of how balanced the
+set is for that judge (a set's own header is biased: it kept the openings
+whose scores happened to come out near 0.5).
 """
 
 from __future__ import annotations
@@ -132,8 +141,14 @@ def main(argv: list[str] | None = None) -> int:
                         "or whose |value| is at most this (value)")
     p.add_argument("--count", type=int, default=128, help="keep at most this many")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, default=None, help="the set's file to write")
+    p.add_argument("--check", metavar="SET", default=None,
+                   help="make nothing: black's score over an existing set (see above)")
     args = p.parse_args(argv)
+    if (args.out is None) == (args.check is None):
+        print("error: give --out FILE to make a set, or --check SET to measure one",
+              file=sys.stderr)
+        return 2
     if args.box < 3 or args.box % 2 == 0:
         print(f"error: --box must be an odd number >= 3, got {args.box}", file=sys.stderr)
         return 2
@@ -153,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     except models.ModelError as e:
         print(f"error: --model: {e}", file=sys.stderr)
         return 2
+    if args.check is not None:
+        return check(args, size)
     moves = candidates(size, args.box)
     if args.judge == "selfplay":
         score = selfplay_scores(args.model, moves, args.games, args.sims, args.seed)
@@ -184,6 +201,26 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(openings.format_set(moves[keep], size, header))
     print(f"{len(keep)} of {len(moves)} candidate openings kept; their mean "
           f"{score[keep].mean():.3f}, all candidates' {score.mean():.3f}; wrote {args.out}")
+    return 0
+
+
+def check(args: argparse.Namespace, size: int) -> int:
+    """``--check``: black's score over the set ``args.check`` (see the module)."""
+    from agz_jax import arena, openings
+
+    try:
+        moves = openings.load(args.check, size)
+    except openings.OpeningsError as e:
+        print(f"error: --check: {e}", file=sys.stderr)
+        return 2
+    score = selfplay_scores(args.model, moves, args.games, args.sims, args.seed)
+    games = len(moves) * args.games
+    mean = float(score.mean())
+    low, high = arena.wilson(mean, games)
+    print(f"{args.check}: black scores {mean:.3f} (95% CI {low:.3f}-{high:.3f}) over {games} "
+          f"self-play games of {args.model!r} ({args.sims} simulations per move, seed "
+          f"{args.seed}), {args.games} from each of its {len(moves)} openings; per opening "
+          f"{score.min():.2f} to {score.max():.2f}")
     return 0
 
 

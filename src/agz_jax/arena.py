@@ -306,18 +306,22 @@ def score(result: MatchResult) -> Score:
     draws = winner < 0
     losses = ~wins & ~draws
     n = len(winner)
-    s = (wins.sum() + 0.5 * draws.sum()) / n
-    z = 1.96
-    centre = (s + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(s * (1 - s) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    s = float((wins.sum() + 0.5 * draws.sum()) / n)
+    low, high = wilson(s, n)
     return Score(
         games=n, wins=int(wins.sum()), draws=int(draws.sum()), losses=int(losses.sum()),
         wins_as_black=int((wins & a_black).sum()), wins_as_white=int((wins & ~a_black).sum()),
-        # The Wilson interval contains s; the clamps undo rounding at s = 0 or 1.
-        score=float(s), low=float(min(max(0.0, centre - half), s)),
-        high=float(max(min(1.0, centre + half), s)),
-        elo=elo(float(s)),
+        score=s, low=low, high=high, elo=elo(s),
     )
+
+
+def wilson(s: float, n: int) -> tuple[float, float]:
+    """The 95% Wilson interval of a score ``s`` over ``n`` games."""
+    z = 1.96
+    centre = (s + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(s * (1 - s) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # The interval contains s; the clamps undo rounding at s = 0 or 1.
+    return float(min(max(0.0, centre - half), s)), float(max(min(1.0, centre + half), s))
 
 
 def elo(s: float) -> float:

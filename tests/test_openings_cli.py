@@ -1,0 +1,67 @@
+"""experiments.openings: the candidates are one per symmetry class, a made set
+keeps what its judge scored near balance and records how it was made, and
+``--check`` measures an existing set."""
+
+import re
+
+import numpy as np
+import pytest
+from tiny_models import random_model
+
+from agz_jax import openings, symmetry
+from experiments import openings as make
+
+
+def test_candidates_are_one_per_symmetry_class():
+    size, box = 9, 3
+    moves = make.candidates(size, box)
+    centre = (size // 2) * size + size // 2
+    maps = symmetry.permutations(size)
+    keys = {min((int(m[a]), int(m[b]), int(m[c])) for m in maps) for a, b, c in moves}
+    assert len(keys) == len(moves)  # no two candidates are the same under a symmetry
+    assert np.all(moves[:, 0] == centre)
+    # Every ordered pair of distinct points of the box but the centre is some
+    # candidate's class: 8 points, 56 pairs.
+    box_points = [r * size + c for r in range(3, 6) for c in range(3, 6) if r * size + c != centre]
+    for w in box_points:
+        for b in box_points:
+            if w != b:
+                assert min((int(m[centre]), int(m[w]), int(m[b])) for m in maps) in keys
+
+
+@pytest.fixture(scope="module")
+def judge(tmp_path_factory):
+    return str(random_model(tmp_path_factory.mktemp("judge") / "m", size=9, seed=2))
+
+
+def test_make_then_check_a_set(judge, tmp_path, capsys):
+    out = tmp_path / "set9.txt"
+    flags = ["--model", judge, "--games", "2", "--sims", "2", "--box", "3"]
+    assert make.main([*flags, "--max-deviation", "0.5", "--count", "5", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert f"Made by: python -m experiments.openings {' '.join(flags)}" in text
+    kept = openings.load(str(out), 9)
+    assert len(kept) == 5 and kept.shape[1] == 3
+    scores = [float(v) for v in re.search(r"Scores, in file order: (.*)", text).group(1).split()]
+    deviations = np.abs(np.array(scores) - 0.5)
+    assert len(scores) == 5 and np.all(np.diff(deviations) >= 0)  # closest to 0.5 first
+    assert np.all(np.isin(np.array(scores) * 2, [0, 1, 2]))  # two games each
+    capsys.readouterr()
+
+    assert make.main([*flags, "--check", str(out), "--seed", "1"]) == 0
+    line = capsys.readouterr().out
+    m = re.match(r".*: black scores ([\d.]+) \(95% CI ([\d.]+)-([\d.]+)\) over 10 self-play "
+                 r"games .* 2 from each of its 5 openings", line)
+    assert m, line
+    s, low, high = (float(v) for v in m.groups())
+    assert low <= s <= high and s * 10 == pytest.approx(round(s * 10))
+
+
+def test_bad_flags_are_one_line(judge, tmp_path, capsys):
+    assert make.main(["--model", judge]) == 2
+    assert "give --out FILE to make a set, or --check SET" in capsys.readouterr().err
+    assert make.main(["--model", judge, "--check", str(tmp_path / "none.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --check: opening set") and err.count("\n") == 1
+    assert make.main(["--model", judge, "--out", str(tmp_path / "x"), "--games", "3"]) == 2
+    assert "--games must be even" in capsys.readouterr().err
