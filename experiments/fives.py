@@ -170,15 +170,16 @@ def opening_of(logits: np.ndarray, legal: np.ndarray, size: int) -> dict:
 
 
 def measure(model, cases: list[Position] | None = None, per_case: int = 100,
-              seed: int = 0) -> dict:
+            seed: int = 0) -> dict:
     """The table of one net: ``model`` as ``agz_jax.models.load`` returns it."""
     import jax
 
     rules, nets = model.rules, model.nets
     cases = cases if cases is not None else positions(rules.size, per_case, seed)
-    states = [rules.from_moves(p.moves) for p in cases]
+    # The positions, then the empty board (the opening): one batch, one evaluation.
+    states = [rules.from_moves(p.moves) for p in cases] + [rules.init()]
     states = jax.tree.map(lambda *x: np.stack(x), *states)
-    if not np.array_equal(np.asarray(states.to_play), [p.to_play for p in cases]):
+    if not np.array_equal(np.asarray(states.to_play[:-1]), [p.to_play for p in cases]):
         raise FivesError("a position's colour to move is not the one drawn")  # a bug, not input
 
     @jax.jit
@@ -187,8 +188,8 @@ def measure(model, cases: list[Position] | None = None, per_case: int = 100,
         return logits, jax.vmap(rules.legal_mask)(states)
 
     logits, legal = jax.device_get(policy(model.variables, states))
-    empty = jax.tree.map(lambda x: x[None], rules.init())
-    first_logits, first_legal = jax.device_get(policy(model.variables, empty))
+    opening = opening_of(logits[-1], legal[-1], rules.size)
+    logits, legal = logits[:-1], legal[:-1]
     answer = np.array([p.answer for p in cases])
     table = {}
     for task in TASKS:
@@ -196,7 +197,7 @@ def measure(model, cases: list[Position] | None = None, per_case: int = 100,
             pick = np.array([p.task == task and p.to_play == to_play for p in cases])
             table[f"{task}/{colour}"] = score(logits[pick], legal[pick], answer[pick])
     return {"net": model.name, "size": rules.size, "seed": seed, "step": model.step,
-            "tasks": table, "opening": opening_of(first_logits[0], first_legal[0], rules.size)}
+            "tasks": table, "opening": opening}
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

@@ -270,11 +270,11 @@ def test_ctrl_c_from_the_command_line_says_what_is_kept_in_one_line(tmp_path, en
 
 
 def test_ctrl_c_before_the_first_checkpoint_says_so(tmp_path, monkeypatch, capsys):
-    def interrupted(args, config):
-        (args.out / "config.json").parent.mkdir(parents=True)
+    def stopped_at_once(args, config):
+        args.out.mkdir(parents=True)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(selfplay_cli, "run_job", interrupted)
+    monkeypatch.setattr(selfplay_cli, "run_job", stopped_at_once)
     run_dir = tmp_path / "run"
     assert selfplay_cli.main([*SMALL, "--out", str(run_dir)]) == cli.INTERRUPTED
     assert capsys.readouterr().err == (
