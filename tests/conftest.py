@@ -38,7 +38,10 @@ if not os.environ.get("AGZ_JAX_NO_CACHE"):
 def env(tmp_path_factory):
     """The environment of a module's subprocesses (the main job as a user runs it)."""
     e = dict(os.environ)
-    # One compilation cache for the module's subprocesses, fresh for each session.
-    e["AGZ_JAX_CACHE_DIR"] = str(tmp_path_factory.mktemp("xla_cache"))
+    # The subprocesses share the suite's compilation cache: a program the main job
+    # compiled for one module (or an earlier session) is loaded by the next. With
+    # the cache off in-process, they get one of their own, fresh for each module.
+    e["AGZ_JAX_CACHE_DIR"] = (jax.config.jax_compilation_cache_dir
+                              or str(tmp_path_factory.mktemp("xla_cache")))
     e.pop("AGZ_JAX_NO_CACHE", None)
     return e  # with the XLA flags above, as every process of the suite
