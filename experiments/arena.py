@@ -14,6 +14,9 @@ A player SPEC is one of:
     mcts:MODEL:SIMS:plain   the same with the hand-written search rules off
                         (search.forced_moves, answer_threats, answer_four_threes,
                         threat_values): the nets and plain search alone
+    mcts:MODEL:SIMS:puct    the same nets and rules, searched by PUCT instead of
+    mcts:MODEL:SIMS:gumbel  the model's own search.algorithm (or by Gumbel);
+                        combines with plain, e.g. mcts:default:400:plain:puct
 
 MODEL is a model name (``default`` = models/default in this repository), a
 model directory, a run directory written by ``python -m experiments.selfplay``
@@ -49,6 +52,10 @@ class Spec(NamedTuple):
     level: int | None = None  # mentor
     config: Config | None = None  # the run's config (checkpoint players)
     plain: bool = False  # mcts: the hand-written search rules switched off
+    algorithm: str | None = None  # mcts: search.algorithm instead of the model's own
+
+
+ALGORITHMS = ("puct", "gumbel")  # search.algorithm's values, as mcts SPEC options
 
 
 def parse_spec(text: str, flag: str) -> Spec:
@@ -76,9 +83,20 @@ def parse_spec(text: str, flag: str) -> Spec:
             raise ConfigError(f"{flag} {text!r}: policy needs a model, policy:MODEL")
         return Spec(text, "policy", Path(rest))
     if kind == "mcts":
-        plain = rest.endswith(":plain")
-        if plain:
-            rest = rest[:-len(":plain")]
+        plain, algorithm = False, None
+        while True:  # the options after SIMS, each at most once, in any order
+            head, _, option = rest.rpartition(":")
+            if option == "plain" and not plain:
+                plain = True
+            elif option in ALGORITHMS and algorithm is None:
+                algorithm = option
+            elif option in ("plain", *ALGORITHMS):
+                raise ConfigError(f"{flag} {text!r}: the option {option!r} is given twice "
+                                  "or with another algorithm; mcts:MODEL:SIMS[:plain]"
+                                  "[:puct|:gumbel]")
+            else:
+                break
+            rest = head
         run_dir, sep2, sims = rest.rpartition(":")
         if not sep2 or not run_dir:
             raise ConfigError(f"{flag} {text!r}: mcts needs a model and a number of "
@@ -89,7 +107,7 @@ def parse_spec(text: str, flag: str) -> Spec:
             raise ConfigError(f"{flag} {text!r}: SIMS must be an integer, got {sims!r}") from None
         if n < 1:
             raise ConfigError(f"{flag} {text!r}: SIMS must be at least 1, got {n}")
-        return Spec(text, "mcts", Path(run_dir), n, plain=plain)
+        return Spec(text, "mcts", Path(run_dir), n, plain=plain, algorithm=algorithm)
     raise ConfigError(f"{flag} {text!r}: unknown player kind {kind!r}; {usage}")
 
 
@@ -229,6 +247,8 @@ def make_player(spec: Spec, rules) -> Loaded:
     if spec.plain:
         search = dataclasses.replace(search, forced_moves=False, answer_threats=False,
                                      answer_four_threes=False, threat_values=False)
+    if spec.algorithm is not None:
+        search = dataclasses.replace(search, algorithm=spec.algorithm)
     searcher = Searcher(rules=rules, nets=model.nets, settings=search, gamma=config.decay.gamma)
     return Loaded(lambda variables: arena.mcts_player(searcher, variables,
                                                       num_simulations=spec.sims),

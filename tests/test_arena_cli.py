@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from agz_jax import checkpoint, records, run
+from agz_jax.config import ConfigError
 from agz_jax.presets import get_preset
 from experiments import arena as cli
 
@@ -197,3 +198,33 @@ def test_opening_set_and_plain_search(ckpt, capsys, tmp_path):
     assert cli.main(["--a", "random", "--b", "random", "--games", "2", "--size", "5",
                      "--openings", str(bad)]) == 2
     assert "--openings" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix, plain, algorithm", [
+    ("", False, None), (":puct", False, "puct"), (":gumbel", False, "gumbel"),
+    (":plain:puct", True, "puct"), (":gumbel:plain", True, "gumbel")])
+def test_search_algorithm_option(ckpt, monkeypatch, suffix, plain, algorithm):
+    """``mcts:MODEL:SIMS:puct`` / ``:gumbel`` search the model's nets with that
+    algorithm, its other search settings (and ``:plain``'s) as they were."""
+    from agz_jax import search
+    from agz_jax.gomoku import Rules
+
+    spec = cli.parse_spec(f"mcts:{ckpt}:8{suffix}", "--a")
+    assert (spec.plain, spec.algorithm, spec.sims, spec.run_dir) == (plain, algorithm, 8, ckpt)
+    made = []
+    real = search.Searcher
+    monkeypatch.setattr(search, "Searcher", lambda **kw: made.append(kw) or real(**kw))
+    spec = cli.load_spec(spec, "--a")
+    cli.make_player(spec, Rules(spec.config.game.size, spec.config.game.rule))
+    own = spec.config.search
+    got = made[0]["settings"]
+    assert got.algorithm == (algorithm or own.algorithm)
+    assert got.forced_moves == (own.forced_moves and not plain)
+    assert (got.num_simulations, got.c_puct) == (own.num_simulations, own.c_puct)
+
+
+@pytest.mark.parametrize("text", ["mcts:m:8:puct:gumbel", "mcts:m:8:plain:plain",
+                                  "mcts:m:8:puct:puct"])
+def test_search_algorithm_option_refused_twice(text):
+    with pytest.raises(ConfigError, match="given twice"):
+        cli.parse_spec(text, "--a")
