@@ -28,7 +28,13 @@ what the net has learned by itself.
 The opening: the policy's first choice on the empty board (x is the column, y
 the row, from 0 at the top left, as the Gomocup protocol and the web board
 count), its probability as a multiple of uniform, its distance from the centre
-(in king moves), and the probability the policy puts on the centre's 3x3.
+(in king moves), and the probability the policy puts on the centre's 3x3. And
+the value net's own verdict on the first moves: black's value after each
+possible first move (the negated value of the position with white to move),
+after the centre and after the policy's own choice. A policy that avoids the
+centre while the value after it is as high as after its choice has learned no
+reason to. (The value after a move far from the centre says little: no
+training position looks like that.)
 
 Cheap and exact where matches are slow and
 noisy: the ablation's snapshots and the campaign's nets are compared on it in
@@ -152,9 +158,12 @@ def score(logits: np.ndarray, legal: np.ndarray, answer: np.ndarray) -> dict:
             "p": float(np.mean(p)), "median_rank": float(np.median(rank))}
 
 
-def opening_of(logits: np.ndarray, legal: np.ndarray, size: int) -> dict:
+def opening_of(logits: np.ndarray, legal: np.ndarray, size: int,
+               after: np.ndarray | None = None) -> dict:
     """The first move of the policy ``logits`` float[A] over the ``legal`` bool[A]
-    moves of an empty ``size`` x ``size`` board (see the module)."""
+    moves of an empty ``size`` x ``size`` board (see the module); with
+    ``after`` float[A], black's value after each first move, also the values
+    after the centre and after the policy's choice."""
     masked = np.where(legal, logits.astype(np.float64), -np.inf)
     prob = np.exp(masked - masked.max())
     prob /= prob.sum()
@@ -163,10 +172,14 @@ def opening_of(logits: np.ndarray, legal: np.ndarray, size: int) -> dict:
     rows, cols = np.divmod(np.arange(size * size), size)
     centre = (size - 1) / 2
     near = (np.abs(rows - centre) <= 1) & (np.abs(cols - centre) <= 1)
-    return {"x": x, "y": y, "p": float(prob[best]),
-            "vs_uniform": float(prob[best] * legal.sum()),
-            "from_centre": float(max(abs(x - centre), abs(y - centre))),
-            "centre_3x3": float(prob[near].sum())}
+    out = {"x": x, "y": y, "p": float(prob[best]),
+           "vs_uniform": float(prob[best] * legal.sum()),
+           "from_centre": float(max(abs(x - centre), abs(y - centre))),
+           "centre_3x3": float(prob[near].sum())}
+    if after is not None:
+        mid = (size // 2) * size + size // 2  # the centre point (odd sizes; else next to it)
+        out.update(value_centre=float(after[mid]), value_choice=float(after[best]))
+    return out
 
 
 def measure(model, cases: list[Position] | None = None, per_case: int = 100,
@@ -176,20 +189,25 @@ def measure(model, cases: list[Position] | None = None, per_case: int = 100,
 
     rules, nets = model.rules, model.nets
     cases = cases if cases is not None else positions(rules.size, per_case, seed)
-    # The positions, then the empty board (the opening): one batch, one evaluation.
-    states = [rules.from_moves(p.moves) for p in cases] + [rules.init()]
+    # The positions, the empty board (the opening), then every first move: one
+    # batch, one evaluation.
+    area = rules.size * rules.size
+    firsts = [rules.from_moves([a]) for a in range(area)]
+    states = [rules.from_moves(p.moves) for p in cases] + [rules.init()] + firsts
     states = jax.tree.map(lambda *x: np.stack(x), *states)
-    if not np.array_equal(np.asarray(states.to_play[:-1]), [p.to_play for p in cases]):
+    n = len(cases)
+    if not np.array_equal(np.asarray(states.to_play[:n]), [p.to_play for p in cases]):
         raise FivesError("a position's colour to move is not the one drawn")  # a bug, not input
 
     @jax.jit
     def policy(variables, states):
-        logits, _ = nets.evaluate(variables, nets.observe(rules, states), states.to_play)
-        return logits, jax.vmap(rules.legal_mask)(states)
+        logits, value = nets.evaluate(variables, nets.observe(rules, states), states.to_play)
+        return logits, value, jax.vmap(rules.legal_mask)(states)
 
-    logits, legal = jax.device_get(policy(model.variables, states))
-    opening = opening_of(logits[-1], legal[-1], rules.size)
-    logits, legal = logits[:-1], legal[:-1]
+    logits, value, legal = jax.device_get(policy(model.variables, states))
+    # value is the side to move's: after black's first move, white's; black's is its negation.
+    opening = opening_of(logits[n], legal[n], rules.size, after=-value[n + 1:])
+    logits, legal = logits[:n], legal[:n]
     answer = np.array([p.answer for p in cases])
     table = {}
     for task in TASKS:
@@ -241,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  empty board: opens x={o['x']} y={o['y']} (p {o['p']:.3f}, "
               f"{o['vs_uniform']:.1f}x uniform), {o['from_centre']:g} from the centre; "
               f"the centre's 3x3 holds {o['centre_3x3']:.2f}")
+        print(f"  black's value after the first move: {o['value_centre']:+.3f} at the centre, "
+              f"{o['value_choice']:+.3f} at the policy's choice")
     return 0
 
 

@@ -73,6 +73,11 @@ def test_opening_by_hand():
     assert got["vs_uniform"] == pytest.approx(5 / total * 24)
     assert got["from_centre"] == 2.0
     assert got["centre_3x3"] == pytest.approx(9 / total)
+    assert "value_centre" not in got
+    after = np.linspace(-0.5, 0.5, 25)
+    got = fives.opening_of(logits, legal, size, after=after)
+    assert got["value_centre"] == pytest.approx(after[12]) == pytest.approx(0.0)
+    assert got["value_choice"] == pytest.approx(after[3])
 
 
 def test_the_net_alone_not_the_search_rules(tmp_path, capsys):
@@ -100,8 +105,16 @@ def test_the_net_alone_not_the_search_rules(tmp_path, capsys):
                                     empty.to_play)
     best = int(np.argmax(np.asarray(logits[0])))
     assert (line["opening"]["x"], line["opening"]["y"]) == (best % 9, best // 9)
+    # Black's value after its first move at the centre is the negated value of
+    # that position, which white is to move in.
+    centre = jax.tree.map(lambda x: x[None], rules.from_moves([4 * 9 + 4]))
+    _, value = model.nets.evaluate(model.variables, model.nets.observe(rules, centre),
+                                   centre.to_play)
+    assert int(centre.to_play[0]) == 1
+    assert line["opening"]["value_centre"] == pytest.approx(-float(value[0]), abs=1e-5)
     assert fives.main([str(path), "--positions", "2"]) == 0
-    assert "empty board: opens x=" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "empty board: opens x=" in text and "at the centre" in text
 
 
 def test_bad_input_is_one_line(tmp_path, capsys):
