@@ -65,11 +65,43 @@ def read_ledger(model_dir: Path) -> list[dict]:
     return json.loads(path.read_text())["runs"] if path.exists() else []
 
 
+def best_iteration(iterations: list[dict], gated: bool) -> int | None:
+    """The iteration whose trained nets are a run's best: with ``gated`` (the
+    run's ``gating.enabled``) the last one its gate accepted, None if none;
+    without, its last (every iteration's nets play the next)."""
+    if not gated:
+        return max((m["iteration"] for m in iterations), default=None)
+    accepted = [m["iteration"] for m in iterations if m.get("gating/accepted", 0)]
+    return max(accepted, default=None)
+
+
+def made_with(run_dir: Path, earlier: list[dict], total: dict) -> dict:
+    """The campaign's self-play games and hours when ``run_dir``'s best nets were
+    made: the ``earlier`` runs' lines, plus this run's iterations up to its
+    ``best_iteration``; the campaign's ``total`` if that is unknown."""
+    from agz_jax import checkpoint, run
+
+    lines = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()
+             if ln.strip()]
+    iterations = [m for m in lines if m["iteration"] > 0]
+    best = best_iteration(iterations, checkpoint.read_config(run_dir).gating.enabled)
+    if best is None:
+        return {"games": total["games"],
+                "hours": total["cpu_hours"] + total["gpu_minutes"] / 60}
+    upto = [m for m in iterations if m["iteration"] <= best]
+    return {"games": sum(r["games"] for r in earlier)
+            + int(sum(m.get("selfplay/games", 0) for m in upto)),
+            "hours": sum(r["hours"] for r in earlier)
+            + sum(run.wall_seconds(m) for m in upto) / 3600,
+            "iteration": best}
+
+
 def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     """Copy ``run_dir``'s best nets to ``model_dir`` and record the run in its ledger.
 
     The ledger's ``nets`` names the nets now in ``model_dir`` (sha256 of their
-    file) and the campaign's games and hours when they were made: a run whose
+    file) and the campaign's games and hours when they were made (``made_with``:
+    up to the run's iteration that made them, not its last): a run whose
     candidates were all rejected leaves the nets, and so ``nets``, as they were
     (the ladder names the player by ``nets.games``)."""
     import hashlib
@@ -85,8 +117,7 @@ def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     total = totals(ledger)
     sha = hashlib.sha256((model_dir / models.VARIABLES_FILE).read_bytes()).hexdigest()
     nets = old_nets if old_nets and old_nets.get("sha256") == sha else {
-        "sha256": sha, "games": total["games"],
-        "hours": total["cpu_hours"] + total["gpu_minutes"] / 60}
+        "sha256": sha, **made_with(run_dir, ledger[:-1], total)}
     old_path.write_text(json.dumps({"runs": ledger, "totals": total, "nets": nets},
                                    indent=2) + "\n")
     return line

@@ -50,7 +50,12 @@ def test_export_twice_replaces_the_runs_line_and_totals_add_up(tmp_path):
     for a, b in zip(*(jax_leaves(v) for v in (model.variables, state.best)), strict=True):
         np.testing.assert_array_equal(a, b)
     nets = ledger["nets"]
-    assert nets["games"] == line["games"]
+    best = campaign.best_iteration(metrics, gated=True)  # the tiny run gates
+    if best is None:  # nothing accepted: the nets are the run's initial ones
+        assert nets["games"] == line["games"]
+    else:
+        assert nets["iteration"] == best
+        assert nets["games"] == sum(int(m["selfplay/games"]) for m in metrics[:best])
     # A second run whose best nets are the same (here: a copy of the first) adds its
     # games to the totals, but the nets, and the games they were made with, stay.
     shutil.copytree(run_dir, run_dir.parent / "c2")
@@ -71,3 +76,30 @@ def test_export_and_status_errors(tmp_path, capsys):
     assert "no metrics.jsonl" in capsys.readouterr().err
     assert campaign.main(["status", "--model", str(tmp_path)]) == 2
     assert "no run exported yet" in capsys.readouterr().err
+
+
+def test_the_nets_are_dated_by_the_iteration_that_made_them(tmp_path):
+    line = lambda it, games, **kw: {"iteration": it, "selfplay/games": games,
+                                    "time/iteration_s": 60.0 * games, **kw}
+    gated = [line(1, 10), line(2, 20, **{"gating/accepted": 1.0}), line(3, 30),
+             line(4, 40, **{"gating/accepted": 0.0})]
+    assert campaign.best_iteration(gated, gated=True) == 2  # the last accepted, not the last
+    assert campaign.best_iteration(gated, gated=False) == 4  # no gating: the last
+    assert campaign.best_iteration([line(1, 10, **{"gating/accepted": 0.0})], True) is None
+    assert campaign.best_iteration([], gated=False) is None
+
+    run_dir = tmp_path / "run"
+    checkpoint.write_config(run_dir, get_preset("smoke"))  # gating on
+    (run_dir / "metrics.jsonl").write_text(
+        "".join(json.dumps(m) + "\n" for m in [{"iteration": 0}, *gated]))
+    earlier = [{"games": 1000, "hours": 2.0}]
+    total = {"games": 1100, "cpu_hours": 3.0, "gpu_minutes": 0.0}
+    # Earlier runs' 1,000 games and 2 hours, then this run's iterations 1-2:
+    # 30 games, 1,800 s.
+    assert campaign.made_with(run_dir, earlier, total) == {
+        "games": 1030, "hours": 2.5, "iteration": 2}
+    checkpoint.write_config(run_dir, get_preset("smoke").replace(**{"gating.enabled": False}))
+    assert campaign.made_with(run_dir, earlier, total)["games"] == 1100  # 1,000 + all 100
+    checkpoint.write_config(run_dir, get_preset("smoke"))
+    (run_dir / "metrics.jsonl").write_text(json.dumps(line(1, 10, **{"gating/accepted": 0.0})))
+    assert campaign.made_with(run_dir, earlier, total) == {"games": 1100, "hours": 3.0}
