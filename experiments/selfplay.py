@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0)
 
     try:
-        return run_job(args, config)
+        with cli.Interrupts() as interrupts:
+            return run_job(args, config, interrupts)
     except KeyboardInterrupt:
         # Ctrl-C: the saver has committed any pending write, and every checkpointed
         # iteration is logged; only the iteration in progress is lost.
@@ -143,8 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         return cli.INTERRUPTED
 
 
-def run_job(args: argparse.Namespace, config: Config) -> int:
-    """The main job after its command line parsed: the exit status."""
+def run_job(args: argparse.Namespace, config: Config,
+            interrupts: cli.Interrupts | None = None) -> int:
+    """The main job after its command line parsed: the exit status. ``interrupts``:
+    a Ctrl-C it recorded but that was swallowed on the way stops the loop at
+    the next iteration's start."""
     from agz_jax import checkpoint, parallel
 
     parallel.initialize(args.hosts)  # before anything else touches a device
@@ -215,10 +219,11 @@ def run_job(args: argparse.Namespace, config: Config) -> int:
     # One saver for the whole loop; leaving the block (the end, an error, Ctrl-C)
     # waits for a pending asynchronous write to commit.
     with checkpoint.Saver(run_dir, asynchronous=config.checkpoint.asynchronous) as saver:
-        return loop(args, config, comps, state, saver, first, console)
+        return loop(args, config, comps, state, saver, first, console, interrupts)
 
 
-def loop(args, config, comps, state, saver, first: bool, console) -> int:
+def loop(args, config, comps, state, saver, first: bool, console,
+         interrupts: cli.Interrupts | None = None) -> int:
     """The iterations of the main job, from ``state`` (after a resume, or new)."""
     from agz_jax import parallel, run
 
@@ -249,6 +254,8 @@ def loop(args, config, comps, state, saver, first: bool, console) -> int:
     if args.save_games > 0:
         comps = record_selfplay(comps, games)
     while int(state.iteration) < config.iterations:
+        if interrupts is not None:
+            interrupts.check()
         t0 = time.perf_counter()
         state, metrics = run.run_iteration(comps, state)
         it = int(state.iteration)

@@ -5,6 +5,7 @@ iteration and resumes equal to an unbroken run, whenever the run is killed."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -270,7 +271,7 @@ def test_ctrl_c_from_the_command_line_says_what_is_kept_in_one_line(tmp_path, en
 
 
 def test_ctrl_c_before_the_first_checkpoint_says_so(tmp_path, monkeypatch, capsys):
-    def stopped_at_once(args, config):
+    def stopped_at_once(args, config, interrupts=None):
         args.out.mkdir(parents=True)
         raise KeyboardInterrupt
 
@@ -314,3 +315,25 @@ def test_checkpoint_cost_fills_positions_like_selfplays():
     np.testing.assert_allclose(policy.sum(1), 1.0, rtol=1e-5)
     assert np.all(policy[stones.reshape(500, -1) == 1] == 0)
     assert np.all(np.abs(z) <= 1) and set(np.sign(z)) == {-1.0, 1.0}
+
+
+def test_a_swallowed_ctrl_c_is_raised_again_at_the_next_check():
+    """A KeyboardInterrupt lost on the way (jax's gc callback swallows one raised
+    inside it: the run went on to its end) is raised again by ``check()``."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with cli.Interrupts() as interrupts:
+            interrupts.check()  # nothing pending
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)  # the handler runs between bytecodes
+            except KeyboardInterrupt:
+                pass  # swallowed, as an "Exception ignored" in a gc callback is
+            with pytest.raises(KeyboardInterrupt):
+                interrupts.check()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job's: left alone
+        with cli.Interrupts():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -281,6 +281,45 @@ def parse_run(command: RunCommand, argv: Sequence[str]) -> tuple[argparse.Namesp
 INTERRUPTED = 130
 
 
+class Interrupts:
+    """Ctrl-C that cannot be lost. Python delivers SIGINT as KeyboardInterrupt
+    wherever the main thread is, and one raised inside a garbage-collection
+    callback (jax registers one) is printed as "Exception ignored" and
+    swallowed: the run went on as if Ctrl-C had not been pressed. Inside this
+    context the handler also records the interrupt, and ``check()`` raises it
+    again at a safe point (the main job: each iteration's start). A handler
+    other than Python's default (a background job's SIGINT ignored) is left
+    alone."""
+
+    def __init__(self) -> None:
+        self.pending = False
+        self._previous = None
+
+    def _handle(self, signum, frame):
+        self.pending = True
+        raise KeyboardInterrupt
+
+    def check(self) -> None:
+        if self.pending:
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> Interrupts:
+        import signal
+        import threading
+
+        if (threading.current_thread() is threading.main_thread()
+                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
+            self._previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            self._previous = None
+
+
 def leave(status: int) -> None:
     """Exit a command with ``status``. After Ctrl-C (``INTERRUPTED``) the command has
     already committed its checkpoint and written its logs, so it exits at once rather
