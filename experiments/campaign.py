@@ -26,14 +26,18 @@ from pathlib import Path
 LEDGER = "campaign.json"
 
 
-def run_summary(run_dir: Path, device: str) -> dict:
-    """One run's line of the ledger, from its config and metrics.jsonl ("hours":
-    the iterations' wall time, ``agz_jax.run.wall_seconds``)."""
-    from agz_jax import checkpoint, run
-
+def iteration_lines(run_dir: Path) -> list[dict]:
+    """The iterations' lines of a run's metrics.jsonl (not iteration 0's evaluation)."""
     lines = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()
              if ln.strip()]
-    iterations = [m for m in lines if m["iteration"] > 0]
+    return [m for m in lines if m["iteration"] > 0]
+
+
+def run_summary(run_dir: Path, device: str, iterations: list[dict]) -> dict:
+    """One run's line of the ledger, from its config and its ``iteration_lines``
+    ("hours": the iterations' wall time, ``agz_jax.run.wall_seconds``)."""
+    from agz_jax import checkpoint, run
+
     init = run_dir / "init_from.txt"
     seconds = sum(run.wall_seconds(m) for m in iterations)
     return {
@@ -75,16 +79,13 @@ def best_iteration(iterations: list[dict], gated: bool) -> int | None:
     return max(accepted, default=None)
 
 
-def made_with(run_dir: Path, earlier: list[dict], total: dict) -> dict:
-    """The campaign's self-play games and hours when ``run_dir``'s best nets were
-    made: the ``earlier`` runs' lines, plus this run's iterations up to its
+def made_with(iterations: list[dict], gated: bool, earlier: list[dict], total: dict) -> dict:
+    """The campaign's self-play games and hours when a run's best nets were made:
+    the ``earlier`` runs' lines, plus the run's ``iterations`` up to its
     ``best_iteration``; the campaign's ``total`` if that is unknown."""
-    from agz_jax import checkpoint, run
+    from agz_jax import run
 
-    lines = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()
-             if ln.strip()]
-    iterations = [m for m in lines if m["iteration"] > 0]
-    best = best_iteration(iterations, checkpoint.read_config(run_dir).gating.enabled)
+    best = best_iteration(iterations, gated)
     if best is None:
         return {"games": total["games"],
                 "hours": total["cpu_hours"] + total["gpu_minutes"] / 60}
@@ -109,7 +110,8 @@ def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     from agz_jax import models
 
     model = models.load(run_dir)
-    line = run_summary(run_dir, device)
+    iterations = iteration_lines(run_dir)
+    line = run_summary(run_dir, device, iterations)
     old_path = model_dir / LEDGER
     old_nets = json.loads(old_path.read_text()).get("nets") if old_path.exists() else None
     models.save(model_dir, model.config, model.variables)
@@ -117,7 +119,7 @@ def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     total = totals(ledger)
     sha = hashlib.sha256((model_dir / models.VARIABLES_FILE).read_bytes()).hexdigest()
     nets = old_nets if old_nets and old_nets.get("sha256") == sha else {
-        "sha256": sha, **made_with(run_dir, ledger[:-1], total)}
+        "sha256": sha, **made_with(iterations, model.config.gating.enabled, ledger[:-1], total)}
     old_path.write_text(json.dumps({"runs": ledger, "totals": total, "nets": nets},
                                    indent=2) + "\n")
     return line

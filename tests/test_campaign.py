@@ -78,7 +78,7 @@ def test_export_and_status_errors(tmp_path, capsys):
     assert "no run exported yet" in capsys.readouterr().err
 
 
-def test_the_nets_are_dated_by_the_iteration_that_made_them(tmp_path):
+def test_the_nets_are_dated_by_the_iteration_that_made_them():
     line = lambda it, games, **kw: {"iteration": it, "selfplay/games": games,
                                     "time/iteration_s": 60.0 * games, **kw}
     gated = [line(1, 10), line(2, 20, **{"gating/accepted": 1.0}), line(3, 30),
@@ -88,18 +88,12 @@ def test_the_nets_are_dated_by_the_iteration_that_made_them(tmp_path):
     assert campaign.best_iteration([line(1, 10, **{"gating/accepted": 0.0})], True) is None
     assert campaign.best_iteration([], gated=False) is None
 
-    run_dir = tmp_path / "run"
-    checkpoint.write_config(run_dir, get_preset("smoke"))  # gating on
-    (run_dir / "metrics.jsonl").write_text(
-        "".join(json.dumps(m) + "\n" for m in [{"iteration": 0}, *gated]))
     earlier = [{"games": 1000, "hours": 2.0}]
     total = {"games": 1100, "cpu_hours": 3.0, "gpu_minutes": 0.0}
     # Earlier runs' 1,000 games and 2 hours, then this run's iterations 1-2:
     # 30 games, 1,800 s.
-    assert campaign.made_with(run_dir, earlier, total) == {
+    assert campaign.made_with(gated, True, earlier, total) == {
         "games": 1030, "hours": 2.5, "iteration": 2}
-    checkpoint.write_config(run_dir, get_preset("smoke").replace(**{"gating.enabled": False}))
-    assert campaign.made_with(run_dir, earlier, total)["games"] == 1100  # 1,000 + all 100
-    checkpoint.write_config(run_dir, get_preset("smoke"))
-    (run_dir / "metrics.jsonl").write_text(json.dumps(line(1, 10, **{"gating/accepted": 0.0})))
-    assert campaign.made_with(run_dir, earlier, total) == {"games": 1100, "hours": 3.0}
+    assert campaign.made_with(gated, False, earlier, total)["games"] == 1100  # 1,000 + all 100
+    rejected = [line(1, 10, **{"gating/accepted": 0.0})]
+    assert campaign.made_with(rejected, True, earlier, total) == {"games": 1100, "hours": 3.0}
