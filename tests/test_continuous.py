@@ -12,6 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from agz_jax import checkpoint, openings, replay, run
 from agz_jax.config import (
@@ -81,11 +83,11 @@ def reference_z(length: int, winner: int, to_play: list[int], gamma: float) -> l
             for t in range(length)]
 
 
-@pytest.mark.parametrize("with_openings, empty_fraction, reuse",
-                         [(False, 0.0, False), (True, 0.0, False), (True, 0.5, False),
-                          (True, 0.5, True)])
+@pytest.mark.parametrize("with_openings, empty_fraction, shift, reuse",
+                         [(False, 0.0, 0, False), (True, 0.0, 1, False), (True, 0.5, 0, False),
+                          (True, 0.5, 0, True)])
 def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_openings,
-                                                              empty_fraction, reuse):
+                                                              empty_fraction, shift, reuse):
     gamma = 0.9
     config = tiny(steps=3 * T).replace(**{"search.reuse": reuse})
     opening_moves: list = []
@@ -93,8 +95,11 @@ def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_ope
         path = tmp_path / "open.txt"
         path.write_text("# two-stone openings\n2,2 2,3\n1,1 3,3\n0,4 4,0\n")
         config = config.replace(**{"openings.path": str(path),
-                                   "openings.empty_fraction": empty_fraction})
-        opening_moves = openings.load(str(path), SIZE).tolist()
+                                   "openings.empty_fraction": empty_fraction,
+                                   "openings.shift": shift})
+        opening_moves = config.selfplay_opening_set().tolist()
+        # Shifted by up to one point: 9 + 9 + 1 placements of the three openings.
+        assert len(opening_moves) == (19 if shift else 3)
     start = lambda i: [] if i == openings.EMPTY else opening_moves[i]  # noqa: E731
     config = config.replace(**{"decay.gamma": gamma})
     rules = Rules(SIZE)
@@ -142,6 +147,8 @@ def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_ope
     # With reuse, searches start from the last move's subtree (and only then).
     assert (float(stats["reused_visits"]) > 0) == reuse
     empty = np.mean(np.asarray(starts) == openings.EMPTY)
+    if shift:  # games did start from moved openings
+        assert len({int(i) for i in starts if i != openings.EMPTY}) > 3
     if not with_openings:
         assert empty == 1.0
     elif empty_fraction == 0:
@@ -230,6 +237,35 @@ def test_opening_sets_round_trip_and_set_up_states():
                                                  for i in np.asarray(index)])
     np.testing.assert_array_equal(paired.board[:2], paired.board[2:])
     assert len({tuple(np.asarray(b)) for b in paired.board[:2]}) == 2  # without replacement
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.integers(5, 15), shift=st.integers(0, 4), data=st.data())
+def test_translated_openings_are_every_fitting_move_of_each(size, shift, data):
+    """Checked against a count made per axis: an opening spanning rows r0..r1
+    fits min(shift, r0) offsets up and min(shift, size - 1 - r1) down."""
+    stones = data.draw(st.integers(1, 4))
+    points = st.lists(st.integers(0, size * size - 1), min_size=stones, max_size=stones,
+                      unique=True)
+    moves = np.array(data.draw(st.lists(points, min_size=1, max_size=3)), np.int32)
+    out = openings.translated(moves, size, shift)
+    assert out.dtype == np.int32 and out.shape[1] == stones
+    fits = lambda lo, hi: min(shift, lo) + min(shift, size - 1 - hi) + 1  # noqa: E731
+    first = 0
+    for m in moves:
+        r, c = m // size, m % size
+        count = fits(r.min(), r.max()) * fits(c.min(), c.max())
+        block = out[first:first + count]
+        first += count
+        np.testing.assert_array_equal(block[0], m)  # the opening itself first
+        dr, dc = block // size - r, block % size - c
+        # Each row moves every stone by the same offset, of at most shift points.
+        assert np.all(dr == dr[:, :1]) and np.all(dc == dc[:, :1])
+        assert np.abs(dr).max() <= shift and np.abs(dc).max() <= shift
+        assert len({(a, b) for a, b in zip(dr[:, 0], dc[:, 0], strict=True)}) == count
+    assert first == len(out)
+    if shift == 0:
+        np.testing.assert_array_equal(out, moves)
 
 
 def test_matches_and_lockstep_selfplay_start_from_the_openings(tmp_path):

@@ -238,6 +238,7 @@ def test_declared_checks_keep_the_message_shape():
          "search.algorithm must be one of ('puct', 'gumbel'), got 'mcts'"),
         ({"net.double": 1}, "net.double must be true or false, got 1"),
         ({"openings.empty_fraction": 2}, "openings.empty_fraction must be in [0, 1], got 2"),
+        ({"openings.shift": -1}, "openings.shift must be an integer >= 0, got -1"),
     ]:
         with pytest.raises(ConfigError) as info:
             get_preset("smoke").replace(**override)

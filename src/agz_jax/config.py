@@ -111,6 +111,16 @@ class Config:
         except (openings.OpeningsError, OSError) as e:
             raise ConfigError(f"openings.path: {e}") from None
 
+    def selfplay_opening_set(self):
+        """The openings self-play draws from: ``opening_set`` with every translation
+        of each opening by up to ``openings.shift`` points (``openings.translated``)."""
+        moves = self.opening_set()
+        if moves is None or not self.openings.shift:
+            return moves
+        from agz_jax import openings
+
+        return openings.translated(moves, self.game.size, self.openings.shift)
+
     def check_devices(self, devices: int) -> None:
         """The global batches must split evenly over ``devices`` (ConfigError if not)."""
         for name, value in (("selfplay.num_games", self.selfplay.num_games),

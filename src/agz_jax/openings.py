@@ -97,6 +97,25 @@ def format_set(moves: np.ndarray, size: int, header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def translated(moves: np.ndarray, size: int, shift: int) -> np.ndarray:
+    """int32[K', M]: each opening of ``moves`` int32[K, M] moved by every (rows,
+    columns) offset in [-shift, shift]^2 that keeps all its stones on the board,
+    the unmoved opening first and then the offsets in row-major order; drawing
+    uniformly from it draws an opening (weighted by how many offsets fit it, all
+    of them where the set lies ``shift`` points clear of the edges) and an offset."""
+    moves = np.asarray(moves, np.int32)
+    rows, cols = moves // size, moves % size
+    offsets = [(0, 0)] + [(dr, dc) for dr in range(-shift, shift + 1)
+                          for dc in range(-shift, shift + 1) if (dr, dc) != (0, 0)]
+    out = []
+    for r, c in zip(rows, cols, strict=True):
+        for dr, dc in offsets:
+            if (0 <= r.min() + dr and r.max() + dr < size
+                    and 0 <= c.min() + dc and c.max() + dc < size):
+                out.append((r + dr) * size + c + dc)
+    return np.asarray(out, np.int32).reshape(-1, moves.shape[1])
+
+
 EMPTY = -1  # the index of "no opening": the empty board
 
 

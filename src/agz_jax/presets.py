@@ -99,7 +99,7 @@ PRESETS: dict[str, Config] = {
         search=SearchConfig(algorithm="gumbel", num_simulations=32, max_considered_actions=16,
                             forced_moves=True, answer_threats=True, answer_four_threes=True),
         selfplay=SelfPlayConfig(num_games=64, continuous=True, steps=48),
-        openings=OpeningsConfig(path="balanced15v3", empty_fraction=0.1),
+        openings=OpeningsConfig(path="balanced15v3", empty_fraction=0.1, shift=3),
         replay=ReplayConfig(capacity=100_000),
         train=TrainConfig(batch_size=256, steps_per_iteration=40, min_replay=2048,
                           learning_rate=5e-3),
@@ -119,7 +119,7 @@ PRESETS: dict[str, Config] = {
         # 262k positions per iteration; each is sampled about three times (400 x 1024
         # per net over 131k positions per net), and the replay holds four iterations.
         selfplay=SelfPlayConfig(num_games=4096, continuous=True, steps=64),
-        openings=OpeningsConfig(path="balanced15v3", empty_fraction=0.1),
+        openings=OpeningsConfig(path="balanced15v3", empty_fraction=0.1, shift=3),
         replay=ReplayConfig(capacity=500_000),
         train=TrainConfig(batch_size=1024, steps_per_iteration=400, min_replay=65_536,
                           learning_rate=5e-3),

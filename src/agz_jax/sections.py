@@ -327,6 +327,12 @@ class OpeningsConfig(Section):
     """Self-play only: this fraction of games starts from the empty board instead
     of an opening, so that the nets also learn the first moves (matches always
     start from the set)."""
+    shift: int = setting(0, integer(0))
+    """Self-play only: each game's opening is moved by up to this many points along
+    each axis (every translation that keeps its stones on the board is equally
+    likely), so that games start all over the board's middle and the nets do not
+    learn that the centre is always taken (matches and gating play the set as it
+    is)."""
 
 
 STAGES = ("basic", "imitate", "selfplay")

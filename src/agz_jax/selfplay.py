@@ -85,14 +85,15 @@ def make_selfplay(config: Config, rules: Rules, nets: Networks, shard=None):
     lockstep self-play, all games from their first move in one scan.
 
     With ``openings.path`` set, each game starts from an opening drawn by
-    ``key``; the trajectory then holds the players' moves only.
+    ``key`` (from ``config.selfplay_opening_set()``: moved by up to
+    ``openings.shift`` points); the trajectory then holds the players' moves only.
 
     ``shard(tree, axis)``, if given, constrains the game axis of the states and
     of the records to be split over devices (``parallel.Sharder.constrain``);
     it changes where the games are played, not the numbers.
     """
     num_games = config.selfplay.num_games
-    openings = config.opening_set()
+    openings = config.selfplay_opening_set()
     empty = config.openings.empty_fraction
     # A game from an opening has that many fewer moves to play, unless some start empty.
     num_steps = rules.num_actions - (0 if openings is None or empty else openings.shape[1])
@@ -159,7 +160,8 @@ class Slots(NamedTuple):
     policy: float32[B, T, A] their search policies.
     to_play: int32[B, T] their colours to move.
     length: int32[B] positions recorded so far in each slot's game.
-    opening: int32[B] the opening (index into the set) each game started from,
+    opening: int32[B] the opening each game started from (an index into
+      ``config.selfplay_opening_set()``),
       ``openings.EMPTY`` (-1) for the empty board.
     """
 
@@ -211,7 +213,7 @@ def make_continuous(config: Config, rules: Rules, nets: Networks, refill: bool =
     mean length (in searched positions) and results (fractions of them).
     """
     num_games = config.selfplay.num_games
-    openings = config.opening_set()
+    openings = config.selfplay_opening_set()
     gamma = config.decay.gamma
     T = rules.num_actions
     shard = shard or (lambda tree, axis: tree)
