@@ -21,8 +21,9 @@ RUN ?= runs/cpu
 selfplay: $(STAMP)
 	$(PY) -m experiments.selfplay --preset cpu --out $(RUN) $(if $(wildcard $(RUN)/config.json),--resume) $(ARGS)
 
+# The ten slowest tests are listed at the end, to keep the suite within ~10 minutes on 2 cores.
 test: $(STAMP) browser gnugo
-	AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n 2 -q $(ARGS)
+	AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n 2 -q --durations=10 $(ARGS)
 
 # The web board's end-to-end test drives Debian's chromium (tests/test_web.py).
 # Root installs it with apt-get; anyone else is told how, and that test skips.
