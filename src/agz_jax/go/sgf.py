@@ -17,13 +17,19 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import warnings
 from pathlib import Path
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from sgfmill import sgf
+
+with warnings.catch_warnings():
+    # sgfmill 1.1.1 has a docstring with an invalid escape ("\ "): Python 3.12
+    # prints a SyntaxWarning when it compiles that file (no .pyc yet).
+    warnings.simplefilter("ignore", SyntaxWarning)
+    from sgfmill import sgf
 
 from agz_jax.go.rules import BLACK, MAX_SIZE, MIN_SIZE, WHITE, Rules, State, vertex
 
