@@ -5,6 +5,10 @@ rules (the move and the reason are named)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -135,3 +139,14 @@ def test_rules_violations_name_the_move_and_why():
     final = sgf.check_rules(sgf.Record(5, moves=((BLACK, p("C3")), (BLACK, p("B2")),
                                                  (WHITE, p("D4")), (WHITE, 25))))
     assert int(final.num_moves) == 4 and int(final.board[p("B2")]) == 1
+
+
+def test_import_prints_no_warning_when_sgfmill_is_compiled_afresh(tmp_path):
+    """sgfmill 1.1.1 has an invalid escape in a docstring: compiling it warns
+    (3.11: DeprecationWarning, 3.12: SyntaxWarning). An empty bytecode cache
+    makes Python compile it again, with every warning shown."""
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=str(tmp_path / "pycache"))
+    run = subprocess.run([sys.executable, "-W", "default", "-c", "import agz_jax.go.sgf"],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""

@@ -27,8 +27,10 @@ import numpy as np
 
 with warnings.catch_warnings():
     # sgfmill 1.1.1 has a docstring with an invalid escape ("\ "): Python 3.12
-    # prints a SyntaxWarning when it compiles that file (no .pyc yet).
+    # prints a SyntaxWarning when it compiles that file (no .pyc yet), and 3.11
+    # a DeprecationWarning, shown where warnings are (-W default, pytest).
     warnings.simplefilter("ignore", SyntaxWarning)
+    warnings.simplefilter("ignore", DeprecationWarning)
     from sgfmill import sgf
 
 from agz_jax.go.rules import BLACK, MAX_SIZE, MIN_SIZE, WHITE, Rules, State, vertex
