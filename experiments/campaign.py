@@ -13,6 +13,14 @@ records every run's share of the compute:
 ``export`` is idempotent: exporting the same run again (it has gone further)
 replaces that run's line. ``status`` prints the totals: self-play games and
 positions, CPU-hours and GPU-minutes.
+
+``polish`` trains a run's candidate nets (the ones its SGD steps move, not the
+best that the gate kept) some more SGD steps on the replay of one of its
+checkpoints, and writes them as a model with a ``polish.json`` that says how;
+the run itself is not changed:
+
+    python -m experiments.campaign polish runs/campaign-h --steps 400 --seed 29 \
+        --out runs/polished
 """
 
 from __future__ import annotations
@@ -125,6 +133,40 @@ def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     return line
 
 
+def polish(run_dir: Path, out: Path, steps: int, seed: int, step: int | None = None,
+           learning_rate: float | None = None) -> dict:
+    """Train the candidate of ``run_dir``'s checkpoint (the latest, or ``step``)
+    ``steps`` more SGD steps (``agz_jax.train.sgd``, keyed by ``seed``) on that
+    checkpoint's replay, with the run's train config (``learning_rate`` if given),
+    and write the nets to ``out`` as a model with ``polish.json``, which it returns.
+    Raises CheckpointError if the run has no checkpoint that fits its config."""
+    import dataclasses
+    import hashlib
+
+    import jax
+
+    from agz_jax import checkpoint, models, run
+    from agz_jax.train import sgd
+
+    config = checkpoint.read_config(run_dir)
+    cfg = config.train if learning_rate is None else dataclasses.replace(
+        config.train, learning_rate=learning_rate)
+    comps = run.build(config)
+    state, _, at = checkpoint.restore(run_dir, run.init_state(comps), step=step)
+    start = time.perf_counter()
+    train, metrics = sgd(comps.nets, cfg, state.train, state.replay,
+                         jax.random.PRNGKey(seed), steps)
+    seconds = time.perf_counter() - start
+    models.save(out, config, train.variables)
+    record = {"run": str(run_dir), "checkpoint": int(at), "candidate_step": int(state.train.step),
+              "steps": steps, "seed": seed, "learning_rate": cfg.learning_rate,
+              "batch_size": cfg.batch_size, "seconds": round(seconds, 1),
+              "loss_first": metrics.get("first_loss"), "loss_last": metrics.get("loss"),
+              "sha256": hashlib.sha256((out / models.VARIABLES_FILE).read_bytes()).hexdigest()}
+    (out / "polish.json").write_text(json.dumps(record, indent=2) + "\n")
+    return record
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.campaign", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -134,6 +176,16 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--to", type=Path, default=Path("models/campaign"))
     e.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
                    help="where the run ran (its hours count as CPU-hours or GPU-minutes)")
+    q = sub.add_parser("polish", help="train a run's candidate more steps on its replay, "
+                       "into a new model (the run is not changed)")
+    q.add_argument("run", type=Path, help="a run directory of experiments.selfplay")
+    q.add_argument("--out", type=Path, required=True, help="the model directory to write")
+    q.add_argument("--steps", type=int, required=True, help="SGD steps (>= 1)")
+    q.add_argument("--seed", type=int, default=0, help="the key of the batches drawn")
+    q.add_argument("--step", type=int, default=None,
+                   help="the checkpoint to start from (default: the latest)")
+    q.add_argument("--learning-rate", type=float, default=None,
+                   help="instead of the run's train.learning_rate")
     s = sub.add_parser("status", help="the campaign's runs and totals")
     s.add_argument("--model", type=Path, default=Path("models/campaign"))
     args = p.parse_args(argv)
@@ -153,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"exported {args.run} (iteration {line['checkpoint']}, {line['games']} games, "
               f"{line['hours']:.2f} h on {line['device']}) to {args.to}")
         return 0
+    if args.command == "polish":
+        return polish_command(p, args)
     ledger = read_ledger(args.model)
     if not ledger:
         print(f"error: {args.model / LEDGER} not found: no run exported yet "
@@ -165,6 +219,33 @@ def main(argv: list[str] | None = None) -> int:
     print(f"total: {t['runs']} runs, {t['iterations']} iterations, {t['games']} games, "
           f"{t['positions']} positions, {t['cpu_hours']:.2f} CPU-hours, "
           f"{t['gpu_minutes']:.1f} GPU-minutes")
+    return 0
+
+
+def polish_command(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    if args.steps < 1:
+        p.error(f"--steps must be >= 1, got {args.steps}")
+    if args.learning_rate is not None and not args.learning_rate > 0:
+        p.error(f"--learning-rate must be > 0, got {args.learning_rate}")
+    if not (args.run / "config.json").is_file():
+        print(f"error: {args.run} holds no self-play run (no config.json); give the "
+              "--out directory of python -m experiments.selfplay", file=sys.stderr)
+        return 2
+    if args.out.exists() and any(args.out.iterdir()):
+        print(f"error: {args.out} is not empty; give a new directory for the polished model",
+              file=sys.stderr)
+        return 2
+    from agz_jax import checkpoint
+    from agz_jax.config import ConfigError
+
+    try:
+        r = polish(args.run, args.out, args.steps, args.seed, args.step, args.learning_rate)
+    except (checkpoint.CheckpointError, ConfigError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"polished {args.run}'s candidate at iteration {r['checkpoint']}: {r['steps']} steps "
+          f"at lr {r['learning_rate']:g} in {r['seconds']:.0f} s, loss {r['loss_first']:.3f} -> "
+          f"{r['loss_last']:.3f}; wrote {args.out}")
     return 0
 
 

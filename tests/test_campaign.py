@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import shutil
 
 import numpy as np
+import pytest
 
 from agz_jax import checkpoint, models, run
 from agz_jax.presets import get_preset
 from experiments import campaign
 
 
-def tiny_run(run_dir, iterations):
+def tiny_run(run_dir, iterations, **overrides):
     config = get_preset("smoke").replace(**{
         "game.size": 5, "net.filters": 4, "net.value_hidden": 4, "selfplay.num_games": 2,
         "selfplay.continuous": True, "selfplay.steps": 8, "search.num_simulations": 2,
         "gating.num_games": 2, "gating.num_simulations": 2, "eval.every": 0,
-        "train.batch_size": 4, "train.min_replay": 1, "train.steps_per_iteration": 1})
+        "train.batch_size": 4, "train.min_replay": 1, "train.steps_per_iteration": 1,
+        **overrides})
     comps = run.build(config)
     state = run.init_state(comps)
     checkpoint.write_config(run_dir, config)
@@ -97,3 +101,57 @@ def test_the_nets_are_dated_by_the_iteration_that_made_them():
     assert campaign.made_with(gated, False, earlier, total)["games"] == 1100  # 1,000 + all 100
     rejected = [line(1, 10, **{"gating/accepted": 0.0})]
     assert campaign.made_with(rejected, True, earlier, total) == {"games": 1100, "hours": 3.0}
+
+
+def test_polish_trains_the_candidate_on_its_checkpoints_replay(tmp_path, capsys):
+    import jax
+
+    from agz_jax.train import sgd
+
+    run_dir, out = tmp_path / "run", tmp_path / "polished"
+    # Games that end within the iteration, so the replay holds examples and the
+    # candidate trains; no gating yet, so the best stays the first nets.
+    tiny_run(run_dir, 2, **{"selfplay.steps": 32, "gating.every": 10})
+    assert campaign.main(["polish", str(run_dir), "--out", str(out), "--steps", "3",
+                          "--seed", "7", "--step", "1", "--learning-rate", "0.02"]) == 0
+    assert "polished" in capsys.readouterr().out
+    # The reference: checkpoint 1's candidate, 3 steps keyed by 7, at lr 0.02.
+    config = checkpoint.read_config(run_dir)
+    comps = run.build(config)
+    state, _, at = checkpoint.restore(run_dir, run.init_state(comps), step=1)
+    assert int(state.train.step) > 0 and int(state.replay.size.min()) > 0
+    assert any(not np.array_equal(a, b) for a, b in
+               zip(jax_leaves(state.best), jax_leaves(state.train.variables), strict=True))
+    cfg = dataclasses.replace(config.train, learning_rate=0.02)
+    want, _ = sgd(comps.nets, cfg, state.train, state.replay, jax.random.PRNGKey(7), 3)
+    got = models.load(out)
+    for a, b in zip(jax_leaves(got.variables), jax_leaves(want.variables), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert any(not np.array_equal(a, b) for a, b in
+               zip(jax_leaves(got.variables), jax_leaves(state.train.variables), strict=True))
+    record = json.loads((out / "polish.json").read_text())
+    assert (record["checkpoint"], record["steps"], record["seed"]) == (1, 3, 7)
+    assert record["learning_rate"] == 0.02 and record["candidate_step"] == int(state.train.step)
+    assert record["sha256"] == hashlib.sha256(
+        (out / models.VARIABLES_FILE).read_bytes()).hexdigest()
+    # The run is not changed, and a second polish into the same place is refused.
+    assert checkpoint.latest_step(run_dir) == 2
+    assert campaign.main(["polish", str(run_dir), "--out", str(out), "--steps", "1"]) == 2
+    assert "is not empty" in capsys.readouterr().err
+
+
+def test_polish_errors(tmp_path, capsys):
+    assert campaign.main(["polish", str(tmp_path / "nothing"), "--out", str(tmp_path / "o"),
+                          "--steps", "1"]) == 2
+    assert "no config.json" in capsys.readouterr().err
+    run_dir = tmp_path / "run"
+    tiny_run(run_dir, 1)
+    assert campaign.main(["polish", str(run_dir), "--out", str(tmp_path / "o"), "--steps",
+                          "1", "--step", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "5" in err and len(err.strip().splitlines()) == 1
+    for bad in (["--steps", "0"], ["--steps", "1", "--learning-rate", "0"]):
+        with pytest.raises(SystemExit) as e:
+            campaign.main(["polish", str(run_dir), "--out", str(tmp_path / "o"), *bad])
+        assert e.value.code == 2 and "must be" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
