@@ -45,10 +45,3 @@ def env(tmp_path_factory):
                               or str(tmp_path_factory.mktemp("xla_cache")))
     e.pop("AGZ_JAX_NO_CACHE", None)
     return e  # with the XLA flags above, as every process of the suite
-
-
-def pytest_collection_modifyitems(config, items):
-    """The ``slow`` tests first: xdist's workers take them while the queue is
-    long, so the suite does not end with one worker on a minute-long test and
-    the other idle (order within each group unchanged)."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -34,7 +34,6 @@ def judge(tmp_path_factory):
     return str(random_model(tmp_path_factory.mktemp("judge") / "m", size=9, seed=2))
 
 
-@pytest.mark.slow
 def test_make_then_check_a_set(judge, tmp_path, capsys):
     out = tmp_path / "set9.txt"
     flags = ["--model", judge, "--games", "2", "--sims", "2", "--box", "3"]

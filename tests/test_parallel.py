@@ -89,7 +89,6 @@ def forced_devices_env(n: int) -> dict:
     return env
 
 
-@pytest.mark.slow
 def test_four_devices_equal_one_device(tmp_path):
     import json
 
