@@ -138,20 +138,20 @@ def test_polish_trains_the_candidate_on_its_checkpoints_replay(tmp_path, capsys)
     assert checkpoint.latest_step(run_dir) == 2
     assert campaign.main(["polish", str(run_dir), "--out", str(out), "--steps", "1"]) == 2
     assert "is not empty" in capsys.readouterr().err
+    # A checkpoint the run does not have: one line that names it.
+    assert campaign.main(["polish", str(run_dir), "--out", str(tmp_path / "o"), "--steps",
+                          "1", "--step", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "5" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
 
 
 def test_polish_errors(tmp_path, capsys):
     assert campaign.main(["polish", str(tmp_path / "nothing"), "--out", str(tmp_path / "o"),
                           "--steps", "1"]) == 2
     assert "no config.json" in capsys.readouterr().err
-    run_dir = tmp_path / "run"
-    tiny_run(run_dir, 1)
-    assert campaign.main(["polish", str(run_dir), "--out", str(tmp_path / "o"), "--steps",
-                          "1", "--step", "5"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("error: ") and "5" in err and len(err.strip().splitlines()) == 1
     for bad in (["--steps", "0"], ["--steps", "1", "--learning-rate", "0"]):
         with pytest.raises(SystemExit) as e:
-            campaign.main(["polish", str(run_dir), "--out", str(tmp_path / "o"), *bad])
+            campaign.main(["polish", str(tmp_path), "--out", str(tmp_path / "o"), *bad])
         assert e.value.code == 2 and "must be" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
