@@ -105,6 +105,15 @@ def made_with(iterations: list[dict], gated: bool, earlier: list[dict], total: d
             "iteration": best}
 
 
+def nets_sha256(model_dir: Path) -> str:
+    """The sha256 of a model directory's variables file (the ledger's ``nets.sha256``)."""
+    import hashlib
+
+    from agz_jax import models
+
+    return hashlib.sha256((model_dir / models.VARIABLES_FILE).read_bytes()).hexdigest()
+
+
 def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     """Copy ``run_dir``'s best nets to ``model_dir`` and record the run in its ledger.
 
@@ -113,8 +122,6 @@ def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     up to the run's iteration that made them, not its last): a run whose
     candidates were all rejected leaves the nets, and so ``nets``, as they were
     (the ladder names the player by ``nets.games``)."""
-    import hashlib
-
     from agz_jax import models
 
     model = models.load(run_dir)
@@ -125,7 +132,7 @@ def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     models.save(model_dir, model.config, model.variables)
     ledger = [r for r in read_ledger(model_dir) if r["run"] != line["run"]] + [line]
     total = totals(ledger)
-    sha = hashlib.sha256((model_dir / models.VARIABLES_FILE).read_bytes()).hexdigest()
+    sha = nets_sha256(model_dir)
     nets = old_nets if old_nets and old_nets.get("sha256") == sha else {
         "sha256": sha, **made_with(iterations, model.config.gating.enabled, ledger[:-1], total)}
     old_path.write_text(json.dumps({"runs": ledger, "totals": total, "nets": nets},
@@ -141,7 +148,6 @@ def polish(run_dir: Path, out: Path, steps: int, seed: int, step: int | None = N
     and write the nets to ``out`` as a model with ``polish.json``, which it returns.
     Raises CheckpointError if the run has no checkpoint that fits its config."""
     import dataclasses
-    import hashlib
 
     import jax
 
@@ -162,7 +168,7 @@ def polish(run_dir: Path, out: Path, steps: int, seed: int, step: int | None = N
               "steps": steps, "seed": seed, "learning_rate": cfg.learning_rate,
               "batch_size": cfg.batch_size, "seconds": round(seconds, 1),
               "loss_first": metrics.get("first_loss"), "loss_last": metrics.get("loss"),
-              "sha256": hashlib.sha256((out / models.VARIABLES_FILE).read_bytes()).hexdigest()}
+              "sha256": nets_sha256(out)}
     (out / "polish.json").write_text(json.dumps(record, indent=2) + "\n")
     return record
 
