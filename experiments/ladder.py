@@ -152,6 +152,15 @@ def check_board(lines: list[dict], path: Path, size: int | None = None,
     return None if size is None else (size, rule)
 
 
+def shown(path: Path) -> str:
+    """``path`` as the ledger keeps it: relative to the working directory when it
+    is under it (``models/campaign``, not this machine's absolute path), else as given."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def selfplay_progress(run_dir: Path, iteration: int) -> dict | None:
     """A self-play run's progress through ``iteration``: its cumulative
     ``selfplay/games`` and wall time (``agz_jax.run.wall_seconds``: the whole
@@ -170,7 +179,7 @@ def selfplay_progress(run_dir: Path, iteration: int) -> dict | None:
     except (json.JSONDecodeError, KeyError, TypeError) as e:
         raise ConfigError(f"{run_dir / 'metrics.jsonl'} is not readable ({e!r})") from None
     seconds = sum(run.wall_seconds(r) for r in rows)
-    return {"run": str(run_dir), "iteration": iteration,
+    return {"run": shown(run_dir), "iteration": iteration,
             "games": sum(r.get("selfplay/games", 0) for r in rows), "hours": seconds / 3600}
 
 
@@ -192,7 +201,7 @@ def campaign_progress(model_dir: Path) -> dict:
         games, hours = int(nets["games"]), float(nets["hours"])
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"{model_dir / CAMPAIGN_LEDGER} is not readable ({e!r})") from None
-    return {"run": str(model_dir), "iteration": int(totals.get("iterations", 0)),
+    return {"run": shown(model_dir), "iteration": int(totals.get("iterations", 0)),
             "games": games, "hours": hours}
 
 

@@ -181,7 +181,7 @@ def test_cli_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     assert (tmp_path / "ladder.png").exists()
 
 
-def test_a_run_directory_is_named_by_its_checkpoint(tmp_path):
+def test_a_run_directory_is_named_by_its_checkpoint(tmp_path, monkeypatch):
     """A self-play run directory's net is its latest checkpoint's, named SPEC@itN,
     with the run's self-play games and hours through iteration N."""
     from test_arena_cli import tiny_run
@@ -199,6 +199,11 @@ def test_a_run_directory_is_named_by_its_checkpoint(tmp_path):
     rows[1].update({"time/iteration_s": 5400.0, "time/previous_checkpoint_s": 360.0})
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert ladder.selfplay_progress(run_dir, 1)["hours"] == pytest.approx(1.61)
+    # Under the working directory the ledger keeps the path relative to it.
+    monkeypatch.chdir(tmp_path)
+    assert ladder.selfplay_progress(run_dir, 1)["run"] == "run"
+    assert ladder.shown(tmp_path.parent) == str(tmp_path.parent)
+    monkeypatch.undo()
     spec = arena_cli.load_spec(arena_cli.parse_spec(f"policy:{run_dir}", "--candidate"),
                                "--candidate")
     from agz_jax.gomoku import Rules
