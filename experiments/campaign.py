@@ -125,7 +125,10 @@ def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     from agz_jax import models
 
     model = models.load(run_dir)
-    iterations = iteration_lines(run_dir)
+    # Only through the checkpoint: a line past it (a run stopped while writing
+    # its checkpoint) is trimmed, and that iteration played again, on resume.
+    iterations = [m for m in iteration_lines(run_dir)
+                  if model.step is None or m["iteration"] <= model.step]
     line = run_summary(run_dir, device, iterations)
     old_path = model_dir / LEDGER
     old_nets = json.loads(old_path.read_text()).get("nets") if old_path.exists() else None

@@ -40,11 +40,15 @@ def test_export_twice_replaces_the_runs_line_and_totals_add_up(tmp_path):
     tiny_run(run_dir, 1)
     assert campaign.main(["export", str(run_dir), "--to", str(model_dir)]) == 0
     state = tiny_run(run_dir, 2)  # the run went on (here: written again, 2 iterations)
+    metrics = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    # Stopped while writing checkpoint 3: its line is logged, its checkpoint is not,
+    # and the resume plays it again, so the ledger does not count it yet.
+    with (run_dir / "metrics.jsonl").open("a") as f:
+        f.write(json.dumps({**metrics[-1], "iteration": 3, "selfplay/games": 1000}) + "\n")
     assert campaign.main(["export", str(run_dir), "--to", str(model_dir),
                           "--device", "gpu"]) == 0
     ledger = json.loads((model_dir / campaign.LEDGER).read_text())
     (line,) = ledger["runs"]
-    metrics = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert line["iterations"] == 2 and line["checkpoint"] == 2
     assert line["games"] == sum(int(m["selfplay/games"]) for m in metrics)
     assert line["positions"] == 2 * 2 * 8  # slots x steps x iterations
