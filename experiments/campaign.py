@@ -34,11 +34,15 @@ from pathlib import Path
 LEDGER = "campaign.json"
 
 
-def iteration_lines(run_dir: Path) -> list[dict]:
-    """The iterations' lines of a run's metrics.jsonl (not iteration 0's evaluation)."""
+def iteration_lines(run_dir: Path, through: int | None = None) -> list[dict]:
+    """The iterations' lines of a run's metrics.jsonl (not iteration 0's evaluation),
+    up to iteration ``through`` (its checkpoint) when given: a line past the
+    checkpoint (a run stopped while writing it) is trimmed, and that iteration
+    played again, on resume."""
     lines = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()
              if ln.strip()]
-    return [m for m in lines if m["iteration"] > 0]
+    return [m for m in lines
+            if m["iteration"] > 0 and (through is None or m["iteration"] <= through)]
 
 
 def run_summary(run_dir: Path, device: str, iterations: list[dict]) -> dict:
@@ -125,10 +129,7 @@ def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     from agz_jax import models
 
     model = models.load(run_dir)
-    # Only through the checkpoint: a line past it (a run stopped while writing
-    # its checkpoint) is trimmed, and that iteration played again, on resume.
-    iterations = [m for m in iteration_lines(run_dir)
-                  if model.step is None or m["iteration"] <= model.step]
+    iterations = iteration_lines(run_dir, through=model.step)
     line = run_summary(run_dir, device, iterations)
     old_path = model_dir / LEDGER
     old_nets = json.loads(old_path.read_text()).get("nets") if old_path.exists() else None

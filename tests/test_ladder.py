@@ -200,10 +200,10 @@ def test_a_run_directory_is_named_by_its_checkpoint(tmp_path, monkeypatch):
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert ladder.selfplay_progress(run_dir, 1)["hours"] == pytest.approx(1.61)
     # Under the working directory the ledger keeps the path relative to it.
-    monkeypatch.chdir(tmp_path)
-    assert ladder.selfplay_progress(run_dir, 1)["run"] == "run"
-    assert ladder.shown(tmp_path.parent) == str(tmp_path.parent)
-    monkeypatch.undo()
+    with monkeypatch.context() as m:
+        m.chdir(tmp_path)
+        assert ladder.selfplay_progress(run_dir, 1)["run"] == "run"
+        assert ladder.shown(tmp_path.parent) == str(tmp_path.parent)
     spec = arena_cli.load_spec(arena_cli.parse_spec(f"policy:{run_dir}", "--candidate"),
                                "--candidate")
     from agz_jax.gomoku import Rules
