@@ -41,6 +41,7 @@ of the iterations' wall time, checkpoints included (``agz_jax.run.ITERATION_S``)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -129,8 +130,9 @@ def main(argv: list[str] | None = None) -> int:
         with cli.Interrupts() as interrupts:
             return run_job(args, config, interrupts)
     except KeyboardInterrupt:
-        # Ctrl-C: the saver has committed any pending write, and every checkpointed
-        # iteration is logged; only the iteration in progress is lost.
+        # Ctrl-C or SIGTERM: the saver has committed any pending write (a signal
+        # during a write waited for it), and every checkpointed iteration is
+        # logged; only the iteration in progress is lost.
         from agz_jax import checkpoint
 
         step = checkpoint.latest_step(args.out)
@@ -141,14 +143,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"interrupted: checkpoint {step} is kept in {args.out}; continue with "
                   f"python -m experiments.selfplay --out {args.out} --resume",
                   file=sys.stderr)
-        return cli.INTERRUPTED
+        return interrupts.status
 
 
 def run_job(args: argparse.Namespace, config: Config,
             interrupts: cli.Interrupts | None = None) -> int:
     """The main job after its command line parsed: the exit status. ``interrupts``:
-    a Ctrl-C it recorded but that was swallowed on the way stops the loop at
-    the next iteration's start."""
+    a Ctrl-C or SIGTERM it recorded but that was swallowed on the way, or that
+    came while a checkpoint was written, stops the loop at the next iteration's
+    start."""
     from agz_jax import checkpoint, parallel
 
     parallel.initialize(args.hosts)  # before anything else touches a device
@@ -229,9 +232,15 @@ def loop(args, config, comps, state, saver, first: bool, console,
 
     run_dir: Path = args.out
     meta = {"config": config.to_dict()}
+    # A signal while a checkpoint is written lets the write commit, then stops the
+    # loop at the next iteration's start.
+    uncut = interrupts.deferred if interrupts is not None else contextlib.nullcontext
     # Seconds spent on the last checkpoint, logged in the next iteration's line
     # (run.PREVIOUS_CHECKPOINT_S says why there); None until this process saves one.
-    checkpoint_s = saver.save(0, state, {"iteration": 0, **meta}) if first else None
+    checkpoint_s = None
+    if first:
+        with uncut():
+            checkpoint_s = saver.save(0, state, {"iteration": 0, **meta})
 
     # Only process 0 writes the metrics; the others keep an unwritten log.
     log = run.MetricsLog(run_dir, keep_through=int(state.iteration), write=parallel.is_main())
@@ -269,8 +278,10 @@ def loop(args, config, comps, state, saver, first: bool, console,
         log.write(it, metrics)
         if not args.quiet:
             console.print(fmt_line(it, config.iterations, metrics))
-        checkpoint_s = saver.save(it, state, {"iteration": it, **meta})
-    checkpoint_s += saver.wait()  # the last checkpoint, committed
+        with uncut():
+            checkpoint_s = saver.save(it, state, {"iteration": it, **meta})
+    with uncut():
+        checkpoint_s += saver.wait()  # the last checkpoint, committed
     log.close()
 
     history = log.read()

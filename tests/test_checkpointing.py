@@ -239,6 +239,64 @@ def test_ctrl_c_waits_for_the_pending_write_and_resumes_equal_to_unbroken(tmp_pa
     assert_equal_runs(lines, digest, run_dir, resumed.stdout)
 
 
+# Runs experiments.selfplay.main with the synchronous commit of checkpoint HOLD held
+# back SECONDS, as a slow disk would (orbax 0.12.8's atomicity.on_commit_callback
+# renames the step's temporary directory; the saver waits for it in the main thread).
+HELD_SYNC_COMMIT = """
+import sys, time
+from pathlib import Path
+from orbax.checkpoint._src.path import atomicity
+from experiments import selfplay
+
+hold, seconds, out = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
+commit = atomicity.on_commit_callback
+
+async def held(tmp_dir, *args, **kwargs):
+    if tmp_dir.get_final().name == hold:
+        (out / "holding").touch()
+        time.sleep(seconds)
+    return await commit(tmp_dir, *args, **kwargs)
+
+atomicity.on_commit_callback = held
+sys.exit(selfplay.main(["--out", str(out), *sys.argv[4:]]))
+"""
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_synchronous_write_lets_it_commit_then_stops(tmp_path, env,
+                                                                      unbroken):
+    """``kill`` (or ``timeout``) while a checkpoint is written: the write commits,
+    the run stops with one line and 143, and resumes equal to an unbroken run.
+    (Before, SIGTERM killed the process mid-write: the logged iteration was played
+    again on resume.)"""
+    lines, digest = unbroken
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HELD_SYNC_COMMIT, "2", "5", str(run_dir), *SMALL,
+         "--iterations", "4"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 600
+    while not (run_dir / "holding").exists():
+        assert proc.poll() is None, f"the run ended before checkpoint 2: {proc.communicate()}"
+        assert time.time() < deadline, "no checkpoint 2 in 600 s"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == cli.TERMINATED == 128 + signal.SIGTERM, err
+    assert "Traceback" not in err, err
+    # The write under way committed, and the loop stopped before iteration 3.
+    assert checkpoint.all_steps(run_dir) == [1, 2]
+    assert not [p for p in (run_dir / "checkpoints").iterdir() if not p.name.isdigit()]
+    assert [m["iteration"] for m in read_metrics(run_dir)] == [0, 1, 2]
+    assert err.strip().splitlines()[-1] == (
+        f"interrupted: checkpoint 2 is kept in {run_dir}; continue with "
+        f"python -m experiments.selfplay --out {run_dir} --resume")
+
+    resumed = main_job(["--out", str(run_dir), "--resume"], env)
+    assert "at iteration 2" in resumed.stdout
+    assert_equal_runs(lines, digest, run_dir, resumed.stdout)
+
+
 # ``python -m experiments.selfplay ARGS`` with Ctrl-C raising KeyboardInterrupt, as in
 # a terminal (a child of a background job would otherwise inherit SIGINT ignored).
 AS_IN_A_TERMINAL = """
@@ -337,3 +395,41 @@ def test_a_swallowed_ctrl_c_is_raised_again_at_the_next_check():
             assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_sigterm_stops_as_ctrl_c_does_and_a_deferred_section_is_not_cut():
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with cli.Interrupts() as interrupts:
+            assert interrupts.status == cli.INTERRUPTED  # nothing yet: Ctrl-C's status
+            # Deferred: the first signal is only recorded; the section runs to its end.
+            finished = False
+            with interrupts.deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.5)  # the handler runs between bytecodes
+                finished = True
+            assert finished and interrupts.pending
+            with pytest.raises(KeyboardInterrupt):
+                interrupts.check()
+            assert interrupts.status == cli.TERMINATED
+            # A second signal inside a deferred section raises at once.
+            with pytest.raises(KeyboardInterrupt), interrupts.deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.5)
+            assert interrupts.status == cli.INTERRUPTED
+        # Outside, by default, SIGTERM raises too.
+        interrupts = cli.Interrupts()
+        with pytest.raises(KeyboardInterrupt), interrupts:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.5)
+        assert interrupts.status == cli.TERMINATED
+        # The defaults are back; a handler that is not the default is left alone.
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        with cli.Interrupts():
+            assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import dataclasses
 import difflib
 import functools
@@ -277,55 +278,88 @@ def parse_run(command: RunCommand, argv: Sequence[str]) -> tuple[argparse.Namesp
     return args, config
 
 
-# The exit status of a job stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
+# The exit status of a job stopped by Ctrl-C (128 + SIGINT, as a shell reports it);
+# by SIGTERM (`kill`, `timeout`, a batch scheduler) it is 128 + SIGTERM.
 INTERRUPTED = 130
+TERMINATED = 143
 
 
 class Interrupts:
-    """Ctrl-C that cannot be lost. Python delivers SIGINT as KeyboardInterrupt
-    wherever the main thread is, and one raised inside a garbage-collection
-    callback (jax registers one) is printed as "Exception ignored" and
-    swallowed: the run went on as if Ctrl-C had not been pressed. Inside this
-    context the handler also records the interrupt, and ``check()`` raises it
-    again at a safe point (the main job: each iteration's start). A handler
-    other than Python's default (a background job's SIGINT ignored) is left
-    alone."""
+    """Ctrl-C and SIGTERM that cannot be lost, and that never cut a checkpoint.
+
+    Python delivers SIGINT as KeyboardInterrupt wherever the main thread is,
+    and one raised inside a garbage-collection callback (jax registers one) is
+    printed as "Exception ignored" and swallowed: the run went on as if Ctrl-C
+    had not been pressed. Inside this context the handler also records the
+    interrupt, and ``check()`` raises it again at a safe point (the main job:
+    each iteration's start). SIGTERM, whose default is to die on the spot, is
+    handled the same way, so ``kill`` or a ``timeout`` stops a run as Ctrl-C
+    does. Inside ``deferred()`` (the main job: writing a checkpoint) a signal
+    is only recorded, and raised by the next ``check()``: the write commits
+    first. A second signal there raises at once, for whoever will not wait. A
+    handler other than Python's default (a background job's SIGINT ignored) is
+    left alone. ``status`` is the exit status the signal asks for."""
+
+    SIGNALS = ("SIGINT", "SIGTERM")
 
     def __init__(self) -> None:
         self.pending = False
-        self._previous = None
+        self.signum: int | None = None
+        self._deferring = False
+        self._previous: dict = {}
+
+    @property
+    def status(self) -> int:
+        import signal
+
+        return TERMINATED if self.signum == signal.SIGTERM else INTERRUPTED
 
     def _handle(self, signum, frame):
-        self.pending = True
-        raise KeyboardInterrupt
+        again = self.pending
+        self.pending, self.signum = True, signum
+        if not self._deferring or again:
+            raise KeyboardInterrupt
 
     def check(self) -> None:
         if self.pending:
             raise KeyboardInterrupt
 
+    @contextlib.contextmanager
+    def deferred(self):
+        """A section that a (first) signal does not cut: it is raised by the
+        next ``check()``."""
+        self._deferring = True
+        try:
+            yield
+        finally:
+            self._deferring = False
+
     def __enter__(self) -> Interrupts:
         import signal
         import threading
 
-        if (threading.current_thread() is threading.main_thread()
-                and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-            self._previous = signal.signal(signal.SIGINT, self._handle)
+        if threading.current_thread() is threading.main_thread():
+            defaults = {"SIGINT": signal.default_int_handler, "SIGTERM": signal.SIG_DFL}
+            for name in self.SIGNALS:
+                sig = getattr(signal, name)
+                if signal.getsignal(sig) is defaults[name]:
+                    self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
     def __exit__(self, *exc) -> None:
         import signal
 
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-            self._previous = None
+        for sig, previous in self._previous.items():
+            signal.signal(sig, previous)
+        self._previous = {}
 
 
 def leave(status: int) -> None:
-    """Exit a command with ``status``. After Ctrl-C (``INTERRUPTED``) the command has
-    already committed its checkpoint and written its logs, so it exits at once rather
-    than wait for work still in flight on other threads (a device computation, a
-    background writer)."""
-    if status == INTERRUPTED:
+    """Exit a command with ``status``. After Ctrl-C or SIGTERM (``INTERRUPTED``,
+    ``TERMINATED``) the command has already committed its checkpoint and written its
+    logs, so it exits at once rather than wait for work still in flight on other
+    threads (a device computation, a background writer)."""
+    if status in (INTERRUPTED, TERMINATED):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
