@@ -221,7 +221,8 @@ def run_job(args: argparse.Namespace, config: Config,
     parallel.barrier("looked for a first checkpoint")
     # One saver for the whole loop; leaving the block (the end, an error, Ctrl-C)
     # waits for a pending asynchronous write to commit.
-    with checkpoint.Saver(run_dir, asynchronous=config.checkpoint.asynchronous) as saver:
+    with checkpoint.Saver(run_dir, asynchronous=config.checkpoint.asynchronous,
+                          keep_every=config.checkpoint.keep_every) as saver:
         return loop(args, config, comps, state, saver, first, console, interrupts)
 
 

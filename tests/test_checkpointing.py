@@ -65,6 +65,20 @@ def test_saver_keeps_what_it_was_given_while_the_next_step_donates_it(tmp_path, 
     assert meta == {"iteration": 1} and checkpoint.all_steps(tmp_path) == [1, 2]
 
 
+@pytest.mark.parametrize("asynchronous", [False, True])
+@pytest.mark.parametrize("keep_every, kept", [(0, [5, 6]), (3, [0, 3, 5, 6]),
+                                              (2, [0, 2, 4, 5, 6])])
+def test_saver_keeps_the_last_two_and_every_multiple_of_keep_every(tmp_path, asynchronous,
+                                                                    keep_every, kept):
+    with checkpoint.Saver(tmp_path, asynchronous=asynchronous, keep_every=keep_every) as saver:
+        for step in range(7):
+            saver.save(step, {"iteration": jnp.int32(step)}, {"iteration": step})
+    assert checkpoint.all_steps(tmp_path) == kept
+    # A kept early step restores as written.
+    restored, meta, _ = checkpoint.restore(tmp_path, {"iteration": jnp.int32(0)}, step=kept[0])
+    assert int(restored["iteration"]) == kept[0] and meta == {"iteration": kept[0]}
+
+
 def test_leaving_the_saver_by_an_exception_waits_for_the_pending_write(tmp_path):
     state = {"x": jnp.arange(1 << 18, dtype=jnp.float32)}
     with pytest.raises(KeyboardInterrupt):
@@ -169,7 +183,10 @@ def lines_through(run_dir, it: int) -> bool:
 def unbroken(tmp_path_factory, env):
     """A synchronous run of 4 iterations: what every broken run must equal."""
     run_dir = tmp_path_factory.mktemp("unbroken") / "run"
-    proc = main_job([*SMALL, "--iterations", "4", "--out", str(run_dir)], env)
+    proc = main_job([*SMALL, "--iterations", "4", "--out", str(run_dir),
+                     "--checkpoint.keep-every", "3"], env)
+    # The last two checkpoints, and the multiples of checkpoint.keep_every.
+    assert checkpoint.all_steps(run_dir) == [0, 3, 4]
     lines = read_metrics(run_dir)
     # Every iteration is timed as a whole, and this process wrote every checkpoint
     # before the line that accounts for it.

@@ -91,13 +91,14 @@ def _quiet_absl():
         logger.setLevel(level)
 
 
-def _manager(run_dir: Path, read_only: bool = False,
-             asynchronous: bool = False) -> ocp.CheckpointManager:
+def _manager(run_dir: Path, read_only: bool = False, asynchronous: bool = False,
+             keep_every: int = 0) -> ocp.CheckpointManager:
     # A writer first removes the temporary directories of writes a killed
-    # process left unfinished (a gpu-sized one holds gigabytes).
+    # process left unfinished (a gpu-sized one holds gigabytes). It keeps the
+    # last two steps and, with ``keep_every``, every multiple of it.
     options = ocp.CheckpointManagerOptions(
-        max_to_keep=2, enable_async_checkpointing=asynchronous, create=not read_only,
-        read_only=read_only, cleanup_tmp_directories=not read_only,
+        max_to_keep=2, keep_period=keep_every or None, enable_async_checkpointing=asynchronous,
+        create=not read_only, read_only=read_only, cleanup_tmp_directories=not read_only,
     )
     return ocp.CheckpointManager(
         (run_dir / "checkpoints").absolute(), options=options, item_names=("state", "meta")
@@ -161,12 +162,13 @@ class Saver:
     ``wait`` blocks until the pending write has committed; ``close`` (also on
     leaving a ``with`` block, even by an exception or Ctrl-C) waits, then
     releases the manager. ``save`` and ``wait`` return the seconds the caller
-    was blocked.
+    was blocked. It keeps the last two steps and, with ``keep_every`` N > 0,
+    every step that is a multiple of N.
     """
 
-    def __init__(self, run_dir: Path, asynchronous: bool = False):
+    def __init__(self, run_dir: Path, asynchronous: bool = False, keep_every: int = 0):
         self.asynchronous = asynchronous
-        self._mngr = _manager(run_dir, asynchronous=asynchronous)
+        self._mngr = _manager(run_dir, asynchronous=asynchronous, keep_every=keep_every)
 
     def save(self, step: int, state: Any, meta: dict) -> float:
         t0 = time.perf_counter()

@@ -105,6 +105,8 @@ PRESETS: dict[str, Config] = {
                           learning_rate=5e-3),
         gating=GatingConfig(num_games=32, num_simulations=32, every=2, chunk=8),
         eval=EvalConfig(every=0, num_games=50, num_simulations=16),
+        # Every 25th checkpoint stays, to polish or rate later.
+        checkpoint=CheckpointConfig(keep_every=25),
     ),
     # The paper's game, net and Double Networks on one accelerator: thousands of
     # continuous self-play slots (GPU work wants batches in the thousands), no

@@ -311,6 +311,11 @@ class CheckpointConfig(Section):
     iteration counts as done once its checkpoint commits: a run killed before
     that resumes from the one before and plays it again. Costs host memory for
     one copy of the state; off, the loop waits for every write."""
+    keep_every: int = setting(0, integer(0, note="0: only the last two"))
+    """Besides the last two checkpoints, keep every one whose iteration is a
+    multiple of this, to polish or rate later (``experiments.campaign polish
+    --step N``) or to go back to. Each holds the replay buffer, so each costs
+    its size on disk."""
 
 
 @dataclass(frozen=True)
