@@ -200,6 +200,11 @@ def run_job(args: argparse.Namespace, config: Config,
                     console.print(f"set aside {moved}")
             parallel.barrier("set aside the later checkpoints")
         console.print(f"resumed {run_dir} at iteration {int(state.iteration)}")
+        if main_process and config != checkpoint.read_config(run_dir):
+            # What --resume may change (--iterations, --checkpoint.*, --parallel.*)
+            # becomes the run's own, so the plain --resume that a stopped run names
+            # keeps it (an extended run is not "complete" at its old length).
+            checkpoint.write_config(run_dir, config)
     else:
         if main_process:
             checkpoint.write_config(run_dir, config)

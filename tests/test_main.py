@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from agz_jax import checkpoint
 from agz_jax.config import Config, ConfigError
 from agz_jax.presets import get_preset
 from agz_jax.run import deterministic
@@ -109,6 +110,8 @@ def test_smoke_run_then_kill_and_resume_matches_uninterrupted(tmp_path, env):
     # Extending it with --iterations continues from 5.
     main_job(["--out", str(killed), "--resume", "--quiet", "--iterations", "6"], env)
     assert [m["iteration"] for m in read_metrics(killed)] == [0, 1, 2, 3, 4, 5, 6]
+    # The run keeps its new length: a plain --resume after a stop continues to it.
+    assert checkpoint.read_config(killed).iterations == 6
     # (Any other change on --resume is refused, naming the field:
     # test_errors.test_resume_refuses_other_settings_and_accepts_its_own.)
 
