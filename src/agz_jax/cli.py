@@ -300,8 +300,6 @@ class Interrupts:
     handler other than Python's default (a background job's SIGINT ignored) is
     left alone. ``status`` is the exit status the signal asks for."""
 
-    SIGNALS = ("SIGINT", "SIGTERM")
-
     def __init__(self) -> None:
         self.pending = False
         self.signum: int | None = None
@@ -339,10 +337,10 @@ class Interrupts:
         import threading
 
         if threading.current_thread() is threading.main_thread():
-            defaults = {"SIGINT": signal.default_int_handler, "SIGTERM": signal.SIG_DFL}
-            for name in self.SIGNALS:
-                sig = getattr(signal, name)
-                if signal.getsignal(sig) is defaults[name]:
+            # Each signal with Python's default handler (and no other) is taken over.
+            for sig, default in ((signal.SIGINT, signal.default_int_handler),
+                                 (signal.SIGTERM, signal.SIG_DFL)):
+                if signal.getsignal(sig) is default:
                     self._previous[sig] = signal.signal(sig, self._handle)
         return self
 
