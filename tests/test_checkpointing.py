@@ -129,25 +129,27 @@ def test_a_failed_background_write_stops_the_next_save(tmp_path, monkeypatch):
 # ------------------------------------------------------------------------- the main job
 
 # Runs experiments.selfplay.main with orbax's commit of checkpoint HOLD held back:
-# it touches RUN/holding and sleeps SECONDS before committing, as a slow disk would
-# (``_on_commit_callback`` is orbax 0.12.8's step that renames the step's temporary
-# directory; the test needs that version's internals to time its kill).
+# it touches RUN/holding and sleeps SECONDS before committing, as a slow disk would.
+# ``atomicity.on_commit_callback`` is orbax 0.12.8's step that renames the step's
+# temporary directory, in the main thread for a synchronous save and in the
+# background thread for an asynchronous one (the tests need that version's
+# internals to time their signals).
 HELD_COMMIT = """
 import signal, sys, time
 from pathlib import Path
-import orbax.checkpoint._src.checkpointers.async_checkpointer as ac
+from orbax.checkpoint._src.path import atomicity
 from experiments import selfplay
 
 hold, seconds, out = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
-commit = ac._on_commit_callback
+commit = atomicity.on_commit_callback
 
-def held(tmpdir, *args, **kwargs):
-    if tmpdir.get_final().name == hold:
+async def held(tmp_dir, *args, **kwargs):
+    if tmp_dir.get_final().name == hold:
         (out / "holding").touch()
         time.sleep(seconds)
-    return commit(tmpdir, *args, **kwargs)
+    return await commit(tmp_dir, *args, **kwargs)
 
-ac._on_commit_callback = held
+atomicity.on_commit_callback = held
 # Ctrl-C raises KeyboardInterrupt, as in a terminal (a child of a background job
 # would otherwise inherit SIGINT ignored).
 signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -256,29 +258,6 @@ def test_ctrl_c_waits_for_the_pending_write_and_resumes_equal_to_unbroken(tmp_pa
     assert_equal_runs(lines, digest, run_dir, resumed.stdout)
 
 
-# Runs experiments.selfplay.main with the synchronous commit of checkpoint HOLD held
-# back SECONDS, as a slow disk would (orbax 0.12.8's atomicity.on_commit_callback
-# renames the step's temporary directory; the saver waits for it in the main thread).
-HELD_SYNC_COMMIT = """
-import sys, time
-from pathlib import Path
-from orbax.checkpoint._src.path import atomicity
-from experiments import selfplay
-
-hold, seconds, out = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
-commit = atomicity.on_commit_callback
-
-async def held(tmp_dir, *args, **kwargs):
-    if tmp_dir.get_final().name == hold:
-        (out / "holding").touch()
-        time.sleep(seconds)
-    return await commit(tmp_dir, *args, **kwargs)
-
-atomicity.on_commit_callback = held
-sys.exit(selfplay.main(["--out", str(out), *sys.argv[4:]]))
-"""
-
-
 @pytest.mark.slow
 def test_sigterm_during_a_synchronous_write_lets_it_commit_then_stops(tmp_path, env,
                                                                       unbroken):
@@ -289,7 +268,7 @@ def test_sigterm_during_a_synchronous_write_lets_it_commit_then_stops(tmp_path, 
     lines, digest = unbroken
     run_dir = tmp_path / "run"
     proc = subprocess.Popen(
-        [sys.executable, "-c", HELD_SYNC_COMMIT, "2", "5", str(run_dir), *SMALL,
+        [sys.executable, "-c", HELD_COMMIT, "2", "5", str(run_dir), *SMALL,
          "--iterations", "4"],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 600
