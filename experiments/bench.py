@@ -6,7 +6,7 @@
     python -m experiments.bench --sections search,selfplay,bf16   # some sections only
 
 The bench runs in sections (``--sections``, default all, always in this order):
-search, train, baseline, forced, selfplay, bf16, devices, mentor.
+search, train, baseline, forced, selfplay, routing, bf16, devices, mentor.
 Each section's table lines go to stderr as soon as it finishes; the final table
 (or ``--json`` report) holds the sections that ran.
 
@@ -44,7 +44,10 @@ Sections: ``search`` (matmul, self-play and the net alone, single and double),
 ``train``, ``baseline`` (its speed-up needs ``search`` too), ``forced``
 (self-play with forced moves; their cost is relative to ``search``'s double
 nets, measured here if ``search`` did not run), ``selfplay`` (lockstep against
-continuous), ``bf16``, ``devices`` (nothing when ``--devices`` is empty),
+continuous), ``routing`` (Double Networks routed, each position through its
+own net, against both nets on every position: continuous self-play at the
+``selfplay`` section's settings and the net alone on positions of both colours
+to move), ``bf16``, ``devices`` (nothing when ``--devices`` is empty),
 ``mentor``.
 
 Every timing is the best of a few runs (the machine may be shared). No
@@ -75,6 +78,7 @@ from experiments.bench_measures import (
     bench_devices,
     bench_devices_worker,
     bench_mentor,
+    bench_routing,
     bench_search,
     bench_selfplay,
     bench_train,
@@ -86,7 +90,8 @@ from experiments.bench_measures import (
 )
 from experiments.bench_report import lookup, section_lines, table
 
-SECTIONS = ("search", "train", "baseline", "forced", "selfplay", "bf16", "devices", "mentor")
+SECTIONS = ("search", "train", "baseline", "forced", "selfplay", "routing", "bf16", "devices",
+            "mentor")
 """Every section, in the order they run."""
 
 # Every number of the JSON's "results" (dotted paths) that a section reports; all
@@ -105,6 +110,9 @@ SECTION_KEYS = {
     "selfplay": tuple(f"selfplay.{k}" for k in (
         "lockstep_useful_sims_per_s", "lockstep_positions_per_s",
         "continuous_useful_sims_per_s", "continuous_positions_per_s", "speedup")),
+    "routing": tuple(f"routing.{k}" for k in (
+        "plain_useful_sims_per_s", "routed_useful_sims_per_s", "selfplay_speedup",
+        "plain_evals_per_s", "routed_evals_per_s", "evals_speedup")),
     "bf16": tuple(f"bf16.{k}" for k in (
         "float32_evals_per_s", "bfloat16_evals_per_s", "evals_speedup",
         "float32_sims_per_s", "bfloat16_sims_per_s", "sims_speedup",
@@ -288,6 +296,12 @@ def section_selfplay(b: Bench) -> None:
     b.results["selfplay"] = bench_selfplay(b.args)
 
 
+def section_routing(b: Bench) -> None:
+    log(f"routing: Double Networks routed against plain, continuous self-play "
+        f"{b.args.selfplay_games} games x {b.args.selfplay_sims} sims, and the net alone")
+    b.results["routing"] = bench_routing(b.args, b.repeats, b.reps, b.mixed)
+
+
 def section_bf16(b: Bench) -> None:
     b.results["bf16"] = bench_bf16(b.rules, b.states, b.mixed, b.args, b.repeats, b.reps)
 
@@ -306,7 +320,8 @@ def section_mentor(b: Bench) -> None:
 
 SECTION_FNS = {"search": section_search, "train": section_train,
                "baseline": section_baseline,
-               "forced": section_forced, "selfplay": section_selfplay, "bf16": section_bf16,
+               "forced": section_forced, "selfplay": section_selfplay,
+               "routing": section_routing, "bf16": section_bf16,
                "devices": section_devices, "mentor": section_mentor}
 assert tuple(SECTION_FNS) == SECTIONS
 

@@ -35,6 +35,10 @@ MODES = {"single": 1, "double": 2}
 FORCED = ("forced_moves", "answer_threats", "answer_four_threes", "threat_values")
 """The forced-move options the ``forced`` section measures, each adding to the last."""
 
+ROUTING_STEPS = 32
+"""Search steps of each continuous self-play run the ``routing`` section times
+(8 with ``--quick``)."""
+
 _T0 = time.perf_counter()
 
 
@@ -182,6 +186,86 @@ def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
             "search_extra_ms_per_sim": (per_sim - forward) * 1e3}
 
 
+def selfplay_setup(args):
+    """(config, nets, variables, source) of the self-play sections: double nets
+    and Gumbel with ``--selfplay-sims`` over ``--selfplay-games`` continuous
+    slots; on 15x15 ``models/default``'s nets and the ``balanced15`` openings,
+    on other boards untrained nets from the empty board."""
+    from agz_jax import models
+    from agz_jax.config import Config, GameConfig, NetConfig
+    from agz_jax.run import make_networks
+
+    config = Config(game=GameConfig(size=args.size), net=NetConfig(double=True),
+                    search=SearchConfig(algorithm="gumbel", num_simulations=args.selfplay_sims),
+                    selfplay=SelfPlayConfig(num_games=args.selfplay_games, continuous=True))
+    nets = make_networks(config)
+    variables = jax.jit(nets.init)(jax.random.PRNGKey(args.seed))
+    source = "untrained double nets, empty board"
+    if args.size == 15:
+        model = models.load("default")
+        config = config.replace(**{"net": dataclasses.asdict(model.config.net),
+                                   "openings.path": "balanced15"})
+        nets, variables = make_networks(config), model.variables
+        source = "models/default's nets, balanced15 openings"
+    return config, nets, variables, source
+
+
+def bench_routing(args, repeats: int, reps: int, mixed: State) -> dict:
+    """Double Networks routed (``Networks.route``: each position through its own
+    net, the default) against plain (both nets on every position), at the
+    ``selfplay`` section's settings (``selfplay_setup``):
+
+    * continuous self-play, ``ROUTING_STEPS`` search steps from the same fresh
+      slots each time;
+    * the net alone on ``mixed`` (mid-game positions, both colours to move).
+
+    Both are compiled first and timed alternately, plain / routed / plain / ...,
+    each the best of its runs.
+    """
+    from agz_jax.selfplay import make_continuous
+
+    config, nets, variables, source = selfplay_setup(args)
+    steps = 8 if args.quick else ROUTING_STEPS
+    config = config.replace(**{"selfplay.steps": steps})
+    rules, key = Rules(args.size), jax.random.PRNGKey(args.seed)
+    games = args.selfplay_games
+    obs = nets.observe(rules, mixed)
+    plays, fwds, first_s = {}, {}, {}
+    for route in (False, True):
+        routed = dataclasses.replace(nets, route=route)
+        init, play = make_continuous(config, rules, routed)
+        buffer = replay.init_for(routed, rules, 4 * games * steps)
+        # Fresh slots and replay for every call (the call donates them).
+        plays[route] = functools.partial(_play_fresh, jax.jit(play, donate_argnums=(1, 2)),
+                                         variables, init(key), buffer, key)
+        t0 = time.perf_counter()
+        plays[route]()
+        first_s[route] = time.perf_counter() - t0
+        fwd, _ = compile_timed(repeated(routed.evaluate, reps), variables, obs, mixed.to_play)
+        fwds[route] = functools.partial(fwd, variables, obs, mixed.to_play)
+    play_s, fwd_s = {False: [], True: []}, {False: [], True: []}
+    for _ in range(repeats):
+        for route in (False, True):
+            play_s[route].append(best_time(plays[route], 1))
+            fwd_s[route].append(best_time(fwds[route], 1) / reps)
+    positions = games * steps
+    out = {"source": source, "games": games, "sims": args.selfplay_sims, "steps": steps,
+           "mixed_white": float(jnp.mean(mixed.to_play == 1))}
+    for route, name in ((False, "plain"), (True, "routed")):
+        out[f"{name}_useful_sims_per_s"] = positions * args.selfplay_sims / min(play_s[route])
+        out[f"{name}_evals_per_s"] = obs.shape[0] / min(fwd_s[route])
+        out[f"{name}_first_call_s"] = first_s[route]
+    out["selfplay_speedup"] = out["routed_useful_sims_per_s"] / out["plain_useful_sims_per_s"]
+    out["evals_speedup"] = out["routed_evals_per_s"] / out["plain_evals_per_s"]
+    return out
+
+
+def _play_fresh(play, variables, slots, buffer, key):
+    """One continuous self-play call on copies of ``slots`` and ``buffer``."""
+    copy = lambda tree: jax.tree.map(jnp.copy, tree)  # noqa: E731
+    return jax.block_until_ready(play(variables, copy(slots), copy(buffer), key))
+
+
 def bench_selfplay(args) -> dict:
     """Lockstep against continuous self-play at equal settings (the main job's two
     ``selfplay`` modes): the same double nets, batch ``--selfplay-games``,
@@ -195,24 +279,10 @@ def bench_selfplay(args) -> dict:
     lockstep's wasted fraction is 1 - (its games' positions) / (batch x its
     longest game). Each is compiled first and timed on a second call.
     """
-    from agz_jax import models
-    from agz_jax.config import Config, GameConfig, NetConfig
-    from agz_jax.run import make_networks
     from agz_jax.selfplay import make_continuous, make_selfplay
 
     games, sims = args.selfplay_games, args.selfplay_sims
-    config = Config(game=GameConfig(size=args.size), net=NetConfig(double=True),
-                    search=SearchConfig(algorithm="gumbel", num_simulations=sims),
-                    selfplay=SelfPlayConfig(num_games=games, continuous=True))
-    nets = make_networks(config)
-    variables = jax.jit(nets.init)(jax.random.PRNGKey(args.seed))
-    source = "untrained double nets, empty board"
-    if args.size == 15:
-        model = models.load("default")
-        config = config.replace(**{"net": dataclasses.asdict(model.config.net),
-                                   "openings.path": "balanced15"})
-        nets, variables = make_networks(config), model.variables
-        source = "models/default's nets, balanced15 openings"
+    config, nets, variables, source = selfplay_setup(args)
     rules = Rules(args.size)
     key = jax.random.PRNGKey(args.seed)
 

@@ -24,6 +24,23 @@ def selfplay_lines(r: dict) -> list[str]:
     ]
 
 
+def routing_lines(r: dict) -> list[str]:
+    if not r:
+        return []
+    return [
+        f"Double Networks, each position through its own net (routed) against both nets "
+        f"on every position (plain) ({r['source']}):",
+        f"  continuous self-play ({r['games']} games, gumbel {r['sims']} sims, {r['steps']} "
+        f"search steps): plain {r['plain_useful_sims_per_s']:,.0f}, routed "
+        f"{r['routed_useful_sims_per_s']:,.0f} useful simulations/s, "
+        f"{r['selfplay_speedup']:.2f}x",
+        f"  the net alone ({r['mixed_white']:.0%} of the batch white to move): plain "
+        f"{r['plain_evals_per_s']:,.0f}, routed {r['routed_evals_per_s']:,.0f} "
+        f"evaluations/s, {r['evals_speedup']:.2f}x",
+        "",
+    ]
+
+
 def bf16_lines(r: dict) -> list[str]:
     if not r:
         return []
@@ -128,6 +145,7 @@ def section_lines(name: str, res: dict, c: dict) -> list[str]:
         return [*mode_lines(res, c, (name,)), *notes()]
     return {"forced": lambda: forced_lines(res, c),
             "selfplay": lambda: selfplay_lines(res.get("selfplay", {})),
+            "routing": lambda: routing_lines(res.get("routing", {})),
             "bf16": lambda: bf16_lines(res.get("bf16", {})),
             "devices": lambda: devices_lines(res.get("devices", {}), c),
             "mentor": lambda: mentor_lines(res.get("mentor", {}))}[name]()

@@ -8,13 +8,15 @@
 #
 # WINDOW (default 540) is the whole call's wall time in seconds, bench and export
 # included: keep it under the device tool's 600 s a command. It measures the bench
-# rows of issue 22 (at most 240 s; skip with BENCH=0), trains the `gpu` preset from
+# rows of issue 22 (at most 240 s, then the routing section at most 120 s; skip
+# both with BENCH=0, the second with ROUTING=0), trains the `gpu` preset from
 # models/campaign for what is left of WINDOW less RESERVE (default 100 s: a stopped
 # run's last write, then the export), exports the run's best nets into
-# models/campaign there, and leaves in $OUT: bench.json, gpu.log, metrics.jsonl,
-# config.json, variables.msgpack, campaign.json. Back here: copy the last three
-# into models/campaign, commit. A window that dies loses only that window:
-# models/campaign is untouched here until the files are copied back.
+# models/campaign there, and leaves in $OUT: bench.json, bench_routing.json,
+# gpu.log, metrics.jsonl, config.json, variables.msgpack, campaign.json. Back
+# here: copy the last three into models/campaign, commit. A window that dies
+# loses only that window: models/campaign is untouched here until the files are
+# copied back.
 set -u
 WINDOW=${1:-540}
 RESERVE=${RESERVE:-100}
@@ -38,6 +40,13 @@ if [ "${BENCH:-1}" = 1 ]; then
     --sims 64 --selfplay-games 4096 --selfplay-sims 64 --json > "$OUT/bench.json" \
     2>> "$OUT/gpu.log"
   echo "bench exit $?" >> "$OUT/gpu.log"
+  # Double Networks routed by colour against both nets on every position, in
+  # continuous self-play at the preset's batch (ROUTING=0 to skip it).
+  if [ "${ROUTING:-1}" = 1 ]; then
+    timeout 120 python3 -m experiments.bench --sections routing --selfplay-games 4096 \
+      --selfplay-sims 64 --json > "$OUT/bench_routing.json" 2>> "$OUT/gpu.log"
+    echo "routing bench exit $?" >> "$OUT/gpu.log"
+  fi
 fi
 
 RUN=/tmp/gpu-$(date +%Y%m%d-%H%M)

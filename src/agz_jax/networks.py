@@ -37,10 +37,10 @@ all of them off the variables and outputs are the paper net's, bit for bit):
 Double Networks (paper III.B): ``Networks`` holds ``num_nets`` parameter sets
 stacked on a leading axis: one net (``num_nets=1``) or a black and a white net
 (``num_nets=2``). ``Networks.evaluate`` asks, for each position, the net of the
-colour to move. Mixed-colour batches are evaluated by running both nets on the
-whole batch, one after the other, and selecting per position. That costs two
-forward passes; ``make bench`` measures the alternatives on a mixed-colour
-batch, and on XLA:CPU both nets under ``jax.vmap`` (a batched convolution) or a
+colour to move. A mixed-colour batch is sorted by colour and each net evaluates
+a fixed share of it (``agz_jax.routing``), at about one forward pass where
+running both nets on the whole batch costs two; ``make bench`` measures the
+two. On XLA:CPU both nets under ``jax.vmap`` (a batched convolution) or a
 per-position parameter gather were 2-3x slower than two plain passes.
 
 ``Networks`` also carries the input encoding (``features``, see
@@ -66,6 +66,7 @@ import jax
 import jax.numpy as jnp
 
 from agz_jax import features as features_lib
+from agz_jax import routing
 from agz_jax.config import FeaturesConfig
 from agz_jax.gomoku import Rules, State
 
@@ -197,6 +198,8 @@ class Networks:
     module: PolicyValueNet
     num_nets: int = 2
     features: FeaturesConfig = FeaturesConfig()
+    route: bool = True
+    """Double Networks: each position through its own net only (``evaluate``)."""
 
     def __post_init__(self):
         if self.num_nets not in (1, 2):
@@ -260,7 +263,7 @@ class Networks:
         return out, updates["batch_stats"]
 
     def evaluate(self, variables: Variables, obs: jax.Array, to_play: jax.Array,
-                 dtype: Any = jnp.float32):
+                 dtype: Any = jnp.float32, route: bool | None = None):
         """Inference with running BN statistics, each position by its own net.
 
         Args:
@@ -270,19 +273,23 @@ class Networks:
           dtype: what the layers compute in: float32, or bfloat16 (``cast_params``
             of ``variables``, a no-op on params already cast, and the
             observations cast; the outputs are cast back).
+          route: with Double Networks, each position through its own net only
+            (``routing.by_colour``, about one net's cost; the batch is routed in
+            as many blocks as there are devices); False runs both nets on every
+            position (``routing.plain``). The two agree up to float rounding.
+            None: the ``route`` field's.
         Returns:
           logits float32[B, A], value float32[B].
         """
         if jnp.dtype(dtype) != jnp.float32:
             variables, obs = cast_params(variables, dtype), obs.astype(dtype)
-        outs = [self.apply_one(unstack(variables, n), obs, to_play)
-                for n in range(self.num_nets)]
         if self.num_nets == 1:
-            logits, value = outs[0]
+            logits, value = self.apply_one(unstack(variables, 0), obs, to_play)
+        elif self.route if route is None else route:
+            logits, value = routing.by_colour(self.apply_one, variables, obs, to_play,
+                                              blocks=jax.device_count())
         else:
-            white = (to_play == 1)
-            logits = jnp.where(white[:, None], outs[1][0], outs[0][0])
-            value = jnp.where(white, outs[1][1], outs[0][1])
+            logits, value = routing.plain(self.apply_one, variables, obs, to_play)
         return logits.astype(jnp.float32), value.astype(jnp.float32)
 
     def num_params(self, variables: Variables) -> int:
