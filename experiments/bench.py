@@ -19,7 +19,10 @@ on a ``--size`` board, with a single net (num_nets=1) and Double Networks
   batch of ``--games`` random mid-game positions; simulations/s and moves/s,
   compile time excluded (compiled ahead of time and reported separately);
 * the net alone: ``Networks.evaluate`` on the same batch size, evaluations/s
-  (many evaluations inside one jitted loop, so dispatch is not counted);
+  (many evaluations inside one jitted loop, so dispatch is not counted), on
+  positions with black to move in half of them and white in the other half,
+  as the leaves of a search mix them (Double Networks route each position to
+  its own net, ``agz_jax.routing``, so one colour alone would cost less);
 * search overhead = time per move / ((sims + 1) x time of one batched evaluation):
   1.0 means the search costs nothing beyond its network calls;
 * achieved network GFLOP/s (``networks.flops_per_position``) next to a large
@@ -243,7 +246,8 @@ def section_search(b: Bench) -> None:
         nets, variables = b.nets(mode)
         log(f"{mode}: self-play {args.moves} moves x {args.games} games x {args.sims} sims, "
             "and the net alone")
-        r = bench_search(b.rules, nets, variables, b.states, args, b.repeats, b.reps)
+        r = bench_search(b.rules, nets, variables, b.states, args, b.repeats, b.reps,
+                         forward_states=b.mixed)
         # Useful work: one net per position, whatever the evaluation strategy runs.
         r["net_gflops"] = b.flops * r["forward_evals_per_s"] / 1e9
         r["net_vs_matmul"] = r["net_gflops"] / mm

@@ -150,8 +150,10 @@ def repeated(evaluate, reps: int):
 
 
 def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
-                 **search_options) -> dict:
-    """Self-play moves and the net alone (``nets.evaluate`` on the root batch);
+                 forward_states: State | None = None, **search_options) -> dict:
+    """Self-play moves from ``states`` and the net alone (``nets.evaluate`` on
+    ``forward_states``, default ``states``: a batch with both colours to move
+    costs Double Networks more than a batch of one, ``agz_jax.routing``);
     ``search_options``: ``SearchConfig`` fields, e.g. ``forced_moves=True``.
 
     Both are compiled ahead of time (so even a first run is compile-free) and
@@ -160,20 +162,21 @@ def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
     """
     cfg = SearchConfig(num_simulations=args.sims, **search_options)
     key = jax.random.PRNGKey(args.seed)
-    obs = nets.observe(rules, states)
+    forward_states = states if forward_states is None else forward_states
+    obs, to_play = nets.observe(rules, forward_states), forward_states.to_play
     play, compile_s = compile_timed(make_moves(rules, nets, cfg, args.moves), variables, key,
                                     states)
     # The net alone as the search runs it: in cfg.dtype, its params cast once.
     evaluate = functools.partial(nets.evaluate, dtype=cfg.dtype)
     cast = cast_params(variables, cfg.dtype)
-    fwd, _ = compile_timed(repeated(evaluate, reps), cast, obs, states.to_play)
-    jax.block_until_ready(fwd(cast, obs, states.to_play))
+    fwd, _ = compile_timed(repeated(evaluate, reps), cast, obs, to_play)
+    jax.block_until_ready(fwd(cast, obs, to_play))
     fwd_times, play_times = [], []
     for i in range(2 * repeats + 1):
         if i % 2:
             play_times.append(best_time(lambda: play(variables, key, states), 1))
         else:
-            fwd_times.append(best_time(lambda: fwd(cast, obs, states.to_play), 1) / reps)
+            fwd_times.append(best_time(lambda: fwd(cast, obs, to_play), 1) / reps)
     seconds, forward = min(play_times), min(fwd_times)
     final = play(variables, key, states)
     moves = int(jnp.sum(final.num_moves - states.num_moves))

@@ -78,7 +78,7 @@ def mode_lines(res: dict, c: dict, sections) -> list[str]:
         ("search", "self-play simulations/s", "sims_per_s", "{:,.0f}"),
         ("search", "self-play moves/s", "moves_per_s", "{:,.1f}"),
         ("search", "self-play move fn compile (s)", "selfplay_compile_s", "{:.1f}"),
-        ("search", f"net evaluations/s (evaluate, B={c['games']})", "forward_evals_per_s",
+        ("search", f"net evaluations/s (B={c['games']}, both colours)", "forward_evals_per_s",
          "{:,.0f}"),
         ("search", "net time per batched evaluation (ms)", "forward_ms", "{:.2f}"),
         ("search", "search overhead (target <= 1.3)", "search_overhead", "{:.2f}x"),

@@ -149,3 +149,22 @@ def test_real_nets_routed_equal_both_nets_on_every_position(whites):
     plain = jax.jit(lambda v, o, t: nets.evaluate(v, o, t, route=False))(variables, obs, to_play)
     for got, want in zip(routed, plain, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_inside_a_cond_vmapped_with_a_batched_predicate():
+    # Such a cond broadcasts every operand, the nets' constants included.
+    to_play = np.asarray([[0, 1, 1, 0], [1, 1, 1, 0]], np.int32)
+    obs = np.stack([inputs(row)[0] for row in to_play])
+    zero = np.zeros(1, np.float32)
+
+    def with_a_constant(variables, obs, to_play):
+        logits, value = marked(variables, obs, to_play)
+        return logits, value + jnp.asarray(zero)[0]
+
+    def f(p, o, t):
+        return jax.lax.cond(p, lambda: routing.by_colour(with_a_constant, NETS, o, t),
+                            lambda: (jnp.zeros((4, 2)), jnp.zeros(4)))
+
+    out = jax.jit(jax.vmap(f))(np.asarray([True, True]), obs, to_play)
+    for row in range(2):
+        check((out[0][row], out[1][row]), to_play[row])

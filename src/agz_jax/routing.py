@@ -27,8 +27,9 @@ other way. A given batch always takes the same branch, so a run stays
 deterministic.
 
 Under ``jax.vmap`` a ``lax.switch`` whose index is batched runs every branch.
-``by_colour`` therefore has its own batching rule (``custom_vmap``): vmapped
-over positions with shared nets it routes the flattened batch as one; with
+``by_colour`` therefore has its own batching rule
+(``compaction.with_vmap_rule``): vmapped over positions with shared nets it
+routes the flattened batch as one; with
 vmapped nets (``agz_jax.seeds``, one pair of nets per seed) it falls back to
 ``plain``, which was the cost before routing.
 """
@@ -41,7 +42,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax.custom_batching import custom_vmap
+
+from agz_jax.compaction import with_vmap_rule
 
 Apply = Callable[[Any, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
 """One net's inference: (its variables, obs [N, ...], to_play int32[N])
@@ -76,8 +78,6 @@ def branch(to_play: jax.Array, blocks: int) -> jax.Array:
     block = to_play.shape[0] // blocks
     white = jnp.sum((to_play == 1).reshape(blocks, block), axis=1)
     need = jnp.max(jnp.maximum(white, block - white))
-    # Python ints, not an array: a constant array inside ``custom_vmap``'s
-    # function fails its batching rule when it is nested in other vmaps.
     beyond = sum((need > k).astype(jnp.int32) for k in capacities(block))
     one_colour = jnp.all(to_play == to_play[0])
     return jnp.where(one_colour, 0, 1 + beyond).astype(jnp.int32)
@@ -96,12 +96,7 @@ def by_colour(apply: Apply, variables: Any, obs: jax.Array, to_play: jax.Array,
     if obs.shape[0] % blocks:
         blocks = 1
 
-    @custom_vmap
-    def route(variables, obs, to_play):
-        return _route(apply, variables, obs, to_play, blocks)
-
-    @route.def_vmap
-    def _(axis_size, in_batched, variables, obs, to_play):
+    def rule(axis_size, in_batched, variables, obs, to_play):
         nets_batched, obs_batched, tp_batched = in_batched
         if any(jax.tree.leaves(nets_batched)):
             axes = (jax.tree.map(lambda b: 0 if b else None, nets_batched),
@@ -116,6 +111,7 @@ def by_colour(apply: Apply, variables: Any, obs: jax.Array, to_play: jax.Array,
         return (logits.reshape(axis_size, -1, *logits.shape[1:]),
                 value.reshape(axis_size, -1)), (True, True)
 
+    route = with_vmap_rule(lambda v, o, t: _route(apply, v, o, t, blocks), rule)
     return route(variables, obs, to_play)
 
 

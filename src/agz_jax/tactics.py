@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from agz_jax import compaction
 from agz_jax.gomoku import Rules, State, line_window_table, reach_table, stone, with_off_board
 
 ANSWER_CANDIDATES = 32
@@ -238,27 +239,35 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
     legal = jax.vmap(rules.legal_mask)(states)
     if not forced:
         return legal
-
-    def restrict(state: State, legal: jax.Array) -> jax.Array:
-        me = stone(state.to_play)
-        wins = rules.five_points(state.board, me) & legal
-        blocks = rules.five_points(state.board, -me) & legal
-        mine = rules.new_five_points(state.board, me)
-        doubles = (mine >= 2) & legal
-        kinds, moves = [jnp.any(wins), jnp.any(blocks), jnp.any(doubles)], [wins, blocks, doubles]
-        if answer_threats:
-            theirs = rules.new_five_points(state.board, -me)
-            answers = threat_answers(rules, state.board, me, mine, theirs) & legal
-            kinds.append(jnp.any(answers) & jnp.any(theirs >= 2))
-            moves.append(answers)
-        if answer_four_threes:
-            threats = four_three_points(rules, state.board, -me, theirs)
-            answers43 = four_three_answers(rules, state.board, me, mine, threats) & legal
-            # Facing both kinds of threat: the answers to both, when there are any.
-            both = moves[-1] & answers43
-            moves[-1] = jnp.where(jnp.any(both) & jnp.any(threats), both, moves[-1])
-            kinds.append(jnp.any(answers43) & jnp.any(threats))
-            moves.append(answers43)
-        return jnp.select(kinds, moves, legal)
-
-    return jax.vmap(restrict)(states, legal)
+    board, me = states.board, stone(states.to_play)
+    wins, blocks, mine = jax.vmap(lambda b, m: (
+        rules.five_points(b, m), rules.five_points(b, -m), rules.new_five_points(b, m)))(board, me)
+    wins, blocks, doubles = wins & legal, blocks & legal, (mine >= 2) & legal
+    kinds, moves = [wins, blocks, doubles], [wins, blocks, doubles]
+    # The answers are read only where the threat they answer is on the board
+    # (compaction.map_where: the same bits as reading them everywhere).
+    if answer_threats:
+        theirs = jax.vmap(rules.new_five_points)(board, -me)
+        facing = jnp.any(theirs >= 2, axis=-1)
+        answers = compaction.map_where(
+            lambda b, m, mi, th: threat_answers(rules, b, m, mi, th),
+            facing, board, me, mine, theirs) & legal
+        kinds.append(answers & facing[:, None])
+        moves.append(answers)
+    if answer_four_threes:
+        threats = compaction.map_where(
+            lambda b, m, th: four_three_points(rules, b, -m, th),
+            jnp.any(theirs >= 1, axis=-1), board, me, theirs)
+        facing = jnp.any(threats, axis=-1)
+        answers = compaction.map_where(
+            lambda b, m, mi, t: four_three_answers(rules, b, m, mi, t),
+            facing, board, me, mine, threats) & legal
+        # Facing both kinds of threat: the answers to both, when there are any.
+        both = moves[-1] & answers
+        moves[-1] = jnp.where((jnp.any(both, axis=-1) & facing)[:, None], both, moves[-1])
+        kinds.append(answers & facing[:, None])
+        moves.append(answers)
+    out = legal
+    for kind, move in reversed(list(zip(kinds, moves, strict=True))):  # the first kind present
+        out = jnp.where(jnp.any(kind, axis=-1, keepdims=True), move, out)
+    return out

@@ -1,0 +1,130 @@
+"""A row-wise function computed only on the rows of a batch that need it.
+
+The search reads tactics at every node of a batch of positions, and some
+readings are costly and rarely needed: the answers to an open three or to a
+four-three only matter where the opponent has one. ``jax.vmap`` computes them
+for every row. ``map_where`` gathers the rows that need them into a smaller
+batch of fixed size, computes them there and scatters the results back, with
+static shapes and no host round trip:
+
+* ``lax.switch`` takes the smallest capacity (a few fractions of the batch,
+  ``FRACTIONS``) that holds the rows needing it; nothing is computed when no
+  row does, and every row when more than the largest capacity do;
+* a row that does not need it gets zeros (``False``).
+
+The results are the same bits as ``jax.vmap`` on the needed rows: each row is
+computed on its own, whatever batch it is in (integer and boolean tactics,
+checked in the tests).
+
+Under ``jax.vmap`` a switch with a batched index would run every branch, so
+``map_where`` has its own batching rule (``with_vmap_rule``, on
+``custom_vmap``): a vmapped batch ``[S, B]`` is one batch of ``S * B`` rows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
+
+FRACTIONS = (0.125, 0.25, 0.5)
+"""The capacities, as fractions of the batch; the smallest that holds the rows
+needing the function is used."""
+
+
+def capacities(size: int) -> tuple[int, ...]:
+    """The sub-batch sizes for a batch of ``size`` rows: those of ``FRACTIONS``
+    below ``size``, distinct, ascending."""
+    return tuple(sorted({k for f in FRACTIONS if (k := math.ceil(f * size)) < size}))
+
+
+def with_vmap_rule(fn: Callable[..., Any], rule: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with ``rule`` as its batching rule (``jax.custom_batching.custom_vmap``):
+    ``rule(axis_size, in_batched, *args) -> (out, out_batched)``.
+
+    ``fn``'s constants (the tables the tactics read, say) are passed to it as
+    arguments rather than closed over: a ``lax.cond`` vmapped with a batched
+    predicate broadcasts every operand, constants included, and
+    ``custom_vmap`` refuses batched constants. When they do come batched,
+    ``fn`` is vmapped as it is, without ``rule``.
+    """
+
+    def call(*args):
+        closed, shape = jax.make_jaxpr(fn, return_shape=True)(*args)
+        tree = jax.tree.structure(shape)
+
+        def run(consts, *args):
+            flat = jax.core.eval_jaxpr(closed.jaxpr, list(consts), *jax.tree.leaves(args))
+            return jax.tree.unflatten(tree, flat)
+
+        batched = custom_vmap(run)
+
+        @batched.def_vmap
+        def _(axis_size, in_batched, consts, *args):
+            consts_batched, *args_batched = in_batched
+            if any(jax.tree.leaves(consts_batched)):
+                axes = jax.tree.map(lambda b: 0 if b else None, (consts_batched, *args_batched))
+                return (jax.vmap(run, in_axes=axes)(consts, *args),
+                        jax.tree.map(lambda _: True, shape))
+            return rule(axis_size, args_batched, *args)
+
+        return batched(tuple(closed.consts), *args)
+
+    return call
+
+
+def map_where(fn: Callable[..., Any], needed: jax.Array, *args: Any) -> Any:
+    """``jax.vmap(fn)(*args)`` on the rows where ``needed`` bool[B], zeros on the
+    others. ``args``: pytrees of arrays with a leading batch axis ``B``."""
+
+    def rule(axis_size, in_batched, needed, args):
+        needed_batched, args_batched = in_batched
+        grow = lambda x, b: x if b else jnp.broadcast_to(x, (axis_size, *x.shape))  # noqa: E731
+        flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
+        needed = flat(grow(needed, needed_batched))
+        args = jax.tree.map(lambda x, b: flat(grow(x, b)), args, args_batched)
+        out = run(needed, args)
+        return (jax.tree.map(lambda x: x.reshape(axis_size, -1, *x.shape[1:]), out),
+                jax.tree.map(lambda _: True, out))
+
+    run = with_vmap_rule(lambda needed, args: _map_where(fn, needed, args), rule)
+    return run(needed, args)
+
+
+def _map_where(fn, needed: jax.Array, args):
+    size = needed.shape[0]
+    row = lambda x: x[0]  # noqa: E731
+    shapes = jax.eval_shape(fn, *jax.tree.map(row, args))
+    zeros = lambda n: jax.tree.map(  # noqa: E731
+        lambda s: jnp.zeros((n, *s.shape), s.dtype), shapes)
+
+    def nothing(needed, args):
+        return zeros(size)
+
+    def some(k: int):
+        def run(needed, args):
+            _, rows = jax.lax.top_k(needed.astype(jnp.int32), k)  # the needed rows first
+            out = jax.vmap(fn)(*jax.tree.map(lambda x: x[rows], args))
+            keep = needed[rows]
+            return jax.tree.map(
+                lambda z, o: z.at[rows].set(
+                    jnp.where(keep.reshape(-1, *([1] * (o.ndim - 1))), o, jnp.zeros_like(o))),
+                zeros(size), out)
+
+        return run
+
+    def every(needed, args):
+        out = jax.vmap(fn)(*args)
+        return jax.tree.map(
+            lambda o: jnp.where(needed.reshape(-1, *([1] * (o.ndim - 1))), o,
+                                jnp.zeros_like(o)), out)
+
+    count = jnp.sum(needed.astype(jnp.int32))
+    beyond = sum((count > k).astype(jnp.int32) for k in capacities(size))
+    index = jnp.where(count == 0, 0, 1 + beyond)
+    return jax.lax.switch(index, [nothing, *(some(k) for k in capacities(size)), every],
+                          needed, args)

@@ -1,0 +1,160 @@
+"""``compaction.map_where``: a row-wise function on the rows that need it only
+gives ``jax.vmap``'s bits there and zeros elsewhere, for every count of needed
+rows (each branch of its switch), under ``jit``, ``vmap`` and ``scan``; and each
+branch computes the function on as many rows as it should."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agz_jax import compaction
+from agz_jax.gomoku import Rules, stone
+from agz_jax.tactics import four_three_answers, four_three_points, threat_answers
+
+TABLE = np.arange(7, dtype=np.int32) * 3
+"""A constant the function reads, as the tactics read their tables."""
+
+
+def row_fn(x, y):
+    """A row-wise function of two arguments with a pytree output."""
+    return {"sum": x * 2 + y[0], "table": jnp.asarray(TABLE)[jnp.abs(x[0]) % 7]}
+
+
+def want(needed, x, y):
+    out = jax.vmap(row_fn)(x, y)
+    return {k: np.where(np.asarray(needed).reshape(-1, *([1] * (v.ndim - 1))), v, 0)
+            for k, v in out.items()}
+
+
+def assert_equal(got, expected):
+    for k in expected:
+        np.testing.assert_array_equal(np.asarray(got[k]), expected[k])
+
+
+@pytest.mark.parametrize("size", [1, 3, 16, 64])
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_the_needed_rows_get_vmaps_bits_the_others_zeros(size, data):
+    count = data.draw(st.integers(0, size))
+    order = data.draw(st.permutations(range(size)))
+    needed = np.zeros(size, bool)
+    needed[list(order)[:count]] = True
+    rng = np.random.default_rng(count)
+    x = rng.integers(-50, 50, (size, 3)).astype(np.int32)
+    y = rng.integers(-50, 50, (size, 2)).astype(np.int32)
+    f = jax.jit(lambda n, a, b: compaction.map_where(row_fn, n, a, b))
+    assert_equal(f(needed, x, y), want(needed, x, y))
+
+
+def test_capacities_are_the_fractions_below_the_batch():
+    assert compaction.capacities(64) == (8, 16, 32)
+    assert compaction.capacities(3) == (1, 2)
+    assert compaction.capacities(1) == ()
+
+
+def test_each_branch_computes_its_share_of_rows_only():
+    seen = []
+
+    def recording(x):
+        seen.append(x.shape)  # traced once per branch, under its vmap
+        return x + 1
+
+    x = np.zeros((64, 2), np.int32)
+    jax.jit(lambda n, a: compaction.map_where(recording, n, a)).lower(np.ones(64, bool), x)
+    # eval_shape of one row, then the sub-batches of 8, 16 and 32 rows and all 64
+    # (each traced per row under vmap, so the shapes are one row's).
+    assert len(seen) == 5
+    text = str(jax.make_jaxpr(lambda n, a: compaction.map_where(recording, n, a))(
+        np.ones(64, bool), x))
+    for rows in (8, 16, 32, 64):
+        assert f"i32[{rows},2]" in text
+
+
+def test_vmapped_it_is_one_batch_of_all_rows():
+    rng = np.random.default_rng(0)
+    needed = rng.random((3, 8)) < 0.3
+    x = rng.integers(-50, 50, (3, 8, 3)).astype(np.int32)
+    y = rng.integers(-50, 50, (8, 2)).astype(np.int32)  # shared by the rows of the vmap
+    f = jax.vmap(lambda n, a: compaction.map_where(row_fn, n, a, y))
+    got = jax.jit(f)(needed, x)
+    for s in range(3):
+        assert_equal({k: v[s] for k, v in got.items()}, want(needed[s], x[s], y))
+    text = str(jax.make_jaxpr(f)(needed, x))
+    assert text.count("cond[") == 1 and "bool[24]" in text  # one switch over 24 rows
+
+
+def test_vmapped_inside_a_scan():
+    needed = np.asarray([[True, False, False, True], [False, False, True, False]])
+    x = np.arange(24, dtype=np.int32).reshape(2, 4, 3)
+    y = np.ones((2, 4, 2), np.int32)
+
+    def f(n, a, b):
+        def body(c, _):
+            out = compaction.map_where(row_fn, n, a + c, b)
+            return c + out["sum"][0, 0] * 0, out
+
+        return jax.lax.scan(body, 0, None, length=2)[1]
+
+    got = jax.jit(jax.vmap(f))(needed, x, y)
+    for s in range(2):
+        assert_equal({k: v[s, 1] for k, v in got.items()}, want(needed[s], x[s], y[s]))
+
+
+def random_boards(size: int, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Boards int8[n, size*size] with 6..40 stones, clustered in the centre so that
+    threats are common, and the colour to move of each."""
+    rng = np.random.default_rng(seed)
+    boards = np.zeros((n, size * size), np.int8)
+    centre = np.array([size // 2, size // 2])
+    for i in range(n):
+        k = rng.integers(6, 40)
+        pts = np.clip(np.round(rng.normal(centre, 2.5, (k, 2))), 0, size - 1).astype(int)
+        for j, (r, c) in enumerate(pts):
+            boards[i, r * size + c] = 1 if j % 2 == 0 else -1
+    return boards, (np.sum(boards != 0, axis=1) % 2).astype(np.int32)
+
+
+def test_tactics_read_where_needed_equal_tactics_read_everywhere():
+    rules = Rules(15)
+    boards, to_play = random_boards(15, 64, 5)
+    me = stone(jnp.asarray(to_play))
+    mine = jax.vmap(rules.new_five_points)(boards, me)
+    theirs = jax.vmap(rules.new_five_points)(boards, -me)
+    threats = jax.vmap(lambda b, m, t: four_three_points(rules, b, -m, t))(boards, me, theirs)
+    cases = [
+        (lambda b, m, mi, t: threat_answers(rules, b, m, mi, t),
+         jnp.any(theirs >= 2, axis=-1), (boards, me, mine, theirs)),
+        (lambda b, m, t: four_three_points(rules, b, -m, t),
+         jnp.any(theirs >= 1, axis=-1), (boards, me, theirs)),
+        (lambda b, m, mi, t: four_three_answers(rules, b, m, mi, t),
+         jnp.any(threats, axis=-1), (boards, me, mine, threats)),
+    ]
+    for fn, needed, args in cases:
+        assert 0 < int(jnp.sum(needed)) < 64  # some rows need it, some do not
+        everywhere = jax.vmap(fn)(*args)
+        got = jax.jit(lambda n, *a, fn=fn: compaction.map_where(fn, n, *a))(needed, *args)
+        np.testing.assert_array_equal(np.asarray(got),
+                                      np.where(np.asarray(needed)[:, None], everywhere, False))
+
+
+def test_inside_a_cond_vmapped_with_a_batched_predicate():
+    # Such a cond broadcasts every operand, the function's constants included
+    # (``with_vmap_rule`` passes them as arguments; custom_vmap refuses them
+    # batched), and then computes both branches.
+    needed = np.asarray([[True, False, True], [False, True, False]])
+    x = np.arange(18, dtype=np.int32).reshape(2, 3, 3)
+    y = np.ones((2, 3, 2), np.int32)
+
+    def f(p, n, a, b):
+        return jax.lax.cond(p, lambda: compaction.map_where(row_fn, n, a, b),
+                            lambda: {"sum": jnp.zeros((3, 3), jnp.int32),
+                                     "table": jnp.zeros(3, jnp.int32)})
+
+    got = jax.jit(jax.vmap(f))(np.asarray([True, True]), needed, x, y)
+    for s in range(2):
+        assert_equal({k: v[s] for k, v in got.items()}, want(needed[s], x[s], y[s]))
