@@ -212,9 +212,12 @@ def test_killed_during_an_asynchronous_write_resumes_equal_to_unbroken(tmp_path,
     lines, digest = unbroken
     run_dir = tmp_path / "run"
     # Checkpoint 2's commit is held while iteration 3 runs; the kill comes once
-    # iteration 3's line is written: lines 2 and 3 are logged, checkpoint 2 is not.
-    interrupted(run_dir, env, 600, lambda: lines_through(run_dir, 3), "iteration 3's line",
-                signal.SIGKILL).wait()
+    # iteration 3's line is written and the commit is being held (the background
+    # write may reach its commit only after a short iteration 3 has ended): lines
+    # 2 and 3 are logged, checkpoint 2 is not.
+    interrupted(run_dir, env, 600,
+                lambda: lines_through(run_dir, 3) and (run_dir / "holding").exists(),
+                "iteration 3's line and checkpoint 2's held commit", signal.SIGKILL).wait()
     assert (run_dir / "holding").exists()
     assert checkpoint.latest_step(run_dir) == 1  # 2 was never committed: not finished
     assert [m["iteration"] for m in read_metrics(run_dir)][-2:] == [2, 3]
