@@ -52,6 +52,9 @@ def check(out, to_play):
     np.testing.assert_array_equal(value, 11.0 * to_play)
 
 
+BRANCH = jax.jit(routing.branch, static_argnums=1)
+
+
 def expected_branch(to_play, blocks: int) -> int:
     """Plain Python: one colour -> 0; else the first capacity that holds each
     block's larger colour -> 1 + its index; else both nets on everything."""
@@ -66,7 +69,7 @@ def expected_branch(to_play, blocks: int) -> int:
 
 
 @pytest.mark.parametrize(("size", "blocks"), [(1, 1), (2, 1), (7, 1), (16, 1), (16, 4), (64, 1)])
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_every_position_meets_its_own_net(size, blocks, data):
     whites = data.draw(st.integers(0, size))
@@ -75,7 +78,7 @@ def test_every_position_meets_its_own_net(size, blocks, data):
     to_play[list(order)[:whites]] = 1
     obs, to_play = inputs(to_play)
     check(route(blocks)(obs, to_play), to_play)
-    assert int(routing.branch(jnp.asarray(to_play), blocks)) == expected_branch(to_play, blocks)
+    assert int(BRANCH(to_play, blocks)) == expected_branch(to_play, blocks)
 
 
 def test_capacities_are_the_fractions_of_a_block_below_it():
