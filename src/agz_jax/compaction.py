@@ -77,19 +77,30 @@ def with_vmap_rule(fn: Callable[..., Any], rule: Callable[..., Any]) -> Callable
     return call
 
 
+def flat_rows(axis_size: int, batched: Any, tree: Any) -> Any:
+    """A vmapped batch as one: each leaf of ``tree`` ``[S, B, ...]`` (``[B, ...]``
+    where ``batched`` says it is not vmapped, broadcast to every ``S``) as
+    ``[S * B, ...]``."""
+    def flat(x, b):
+        x = x if b else jnp.broadcast_to(x, (axis_size, *x.shape))
+        return x.reshape(-1, *x.shape[2:])
+
+    return jax.tree.map(flat, tree, batched)
+
+
+def unflat_rows(axis_size: int, tree: Any) -> tuple[Any, Any]:
+    """``flat_rows`` undone on an output ``[S * B, ...]``, with the output's
+    ``out_batched`` (every leaf vmapped), as a batching rule returns them."""
+    return (jax.tree.map(lambda x: x.reshape(axis_size, -1, *x.shape[1:]), tree),
+            jax.tree.map(lambda _: True, tree))
+
+
 def map_where(fn: Callable[..., Any], needed: jax.Array, *args: Any) -> Any:
     """``jax.vmap(fn)(*args)`` on the rows where ``needed`` bool[B], zeros on the
     others. ``args``: pytrees of arrays with a leading batch axis ``B``."""
 
     def rule(axis_size, in_batched, needed, args):
-        needed_batched, args_batched = in_batched
-        grow = lambda x, b: x if b else jnp.broadcast_to(x, (axis_size, *x.shape))  # noqa: E731
-        flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
-        needed = flat(grow(needed, needed_batched))
-        args = jax.tree.map(lambda x, b: flat(grow(x, b)), args, args_batched)
-        out = run(needed, args)
-        return (jax.tree.map(lambda x: x.reshape(axis_size, -1, *x.shape[1:]), out),
-                jax.tree.map(lambda _: True, out))
+        return unflat_rows(axis_size, run(*flat_rows(axis_size, tuple(in_batched), (needed, args))))
 
     run = with_vmap_rule(lambda needed, args: _map_where(fn, needed, args), rule)
     return run(needed, args)

@@ -43,7 +43,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from agz_jax.compaction import with_vmap_rule
+from agz_jax.compaction import flat_rows, unflat_rows, with_vmap_rule
 
 Apply = Callable[[Any, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
 """One net's inference: (its variables, obs [N, ...], to_play int32[N])
@@ -103,13 +103,8 @@ def by_colour(apply: Apply, variables: Any, obs: jax.Array, to_play: jax.Array,
                     0 if obs_batched else None, 0 if tp_batched else None)
             return jax.vmap(lambda v, o, t: plain(apply, v, o, t), axes)(
                 variables, obs, to_play), (True, True)
-        obs = obs if obs_batched else jnp.broadcast_to(obs, (axis_size, *obs.shape))
-        to_play = (to_play if tp_batched
-                   else jnp.broadcast_to(to_play, (axis_size, *to_play.shape)))
-        flat = lambda x: x.reshape(-1, *x.shape[2:])  # noqa: E731
-        logits, value = route(variables, flat(obs), flat(to_play))
-        return (logits.reshape(axis_size, -1, *logits.shape[1:]),
-                value.reshape(axis_size, -1)), (True, True)
+        obs, to_play = flat_rows(axis_size, (obs_batched, tp_batched), (obs, to_play))
+        return unflat_rows(axis_size, route(variables, obs, to_play))
 
     route = with_vmap_rule(lambda v, o, t: _route(apply, v, o, t, blocks), rule)
     return route(variables, obs, to_play)
