@@ -36,10 +36,17 @@ FRACTIONS = (0.125, 0.25, 0.5)
 needing the function is used."""
 
 
-def capacities(size: int) -> tuple[int, ...]:
-    """The sub-batch sizes for a batch of ``size`` rows: those of ``FRACTIONS``
-    below ``size``, distinct, ascending."""
-    return tuple(sorted({k for f in FRACTIONS if (k := math.ceil(f * size)) < size}))
+def capacities(size: int, fractions: tuple[float, ...] = FRACTIONS) -> tuple[int, ...]:
+    """The sub-batch sizes for a batch of ``size`` rows: those of ``fractions``
+    of it below ``size``, distinct, ascending."""
+    return tuple(sorted({k for f in fractions if (k := math.ceil(f * size)) < size}))
+
+
+def capacities_below(count: jax.Array, caps: tuple[int, ...]) -> jax.Array:
+    """int32[]: how many of ``caps`` are below ``count``, the index of the
+    smallest that holds it (``len(caps)`` for none). Summed from Python ints,
+    so the traced function holds no constant array."""
+    return sum((count > k).astype(jnp.int32) for k in caps)
 
 
 def with_vmap_rule(fn: Callable[..., Any], rule: Callable[..., Any]) -> Callable[..., Any]:
@@ -135,7 +142,6 @@ def _map_where(fn, needed: jax.Array, args):
                                 jnp.zeros_like(o)), out)
 
     count = jnp.sum(needed.astype(jnp.int32))
-    beyond = sum((count > k).astype(jnp.int32) for k in capacities(size))
-    index = jnp.where(count == 0, 0, 1 + beyond)
+    index = jnp.where(count == 0, 0, 1 + capacities_below(count, capacities(size)))
     return jax.lax.switch(index, [nothing, *(some(k) for k in capacities(size)), every],
                           needed, args)

@@ -36,13 +36,13 @@ vmapped nets (``agz_jax.seeds``, one pair of nets per seed) it falls back to
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from agz_jax import compaction
 from agz_jax.compaction import flat_rows, unflat_rows, with_vmap_rule
 
 Apply = Callable[[Any, jax.Array, jax.Array], tuple[jax.Array, jax.Array]]
@@ -59,7 +59,7 @@ the batch in 80% of the net calls and at most 3/4 in 96%."""
 def capacities(block: int) -> tuple[int, ...]:
     """The routed branches' capacities for blocks of ``block`` positions: those
     of ``CAPACITIES`` below ``block`` (at least half of it), distinct, ascending."""
-    return tuple(sorted({k for f in CAPACITIES if (k := math.ceil(f * block)) < block}))
+    return compaction.capacities(block, CAPACITIES)
 
 
 def plain(apply: Apply, variables: Any, obs: jax.Array, to_play: jax.Array):
@@ -78,7 +78,7 @@ def branch(to_play: jax.Array, blocks: int) -> jax.Array:
     block = to_play.shape[0] // blocks
     white = jnp.sum((to_play == 1).reshape(blocks, block), axis=1)
     need = jnp.max(jnp.maximum(white, block - white))
-    beyond = sum((need > k).astype(jnp.int32) for k in capacities(block))
+    beyond = compaction.capacities_below(need, capacities(block))
     one_colour = jnp.all(to_play == to_play[0])
     return jnp.where(one_colour, 0, 1 + beyond).astype(jnp.int32)
 
