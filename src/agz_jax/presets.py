@@ -101,7 +101,10 @@ PRESETS: dict[str, Config] = {
         selfplay=SelfPlayConfig(num_games=64, continuous=True, steps=48),
         openings=OpeningsConfig(path="balanced15v3", empty_fraction=0.1, shift=3),
         replay=ReplayConfig(capacity=100_000),
-        train=TrainConfig(batch_size=256, steps_per_iteration=40, min_replay=2048,
+        # 80 steps (40 before campaign-k): with twice the steps, campaign-k's nets
+        # gained against models/curriculum where 35,000 games at 40 had not
+        # (docs/campaign.md, "Runs so far").
+        train=TrainConfig(batch_size=256, steps_per_iteration=80, min_replay=2048,
                           learning_rate=5e-3),
         gating=GatingConfig(num_games=32, num_simulations=32, every=2, chunk=8),
         eval=EvalConfig(every=0, num_games=50, num_simulations=16),
