@@ -18,8 +18,10 @@
 # models/campaign for what is left of WINDOW less RESERVE (default 100 s: a stopped
 # run's last write, then the export), exports the run's best nets into
 # models/campaign there, and leaves in $OUT: bench.json, bench_routing.json,
-# gpu.log, metrics.jsonl, config.json, variables.msgpack, campaign.json. Back
-# here: copy the last three into models/campaign, commit. A window that dies
+# gpu.log, metrics.jsonl, gpu_config.json (the GPU run's config, for the record),
+# variables.msgpack, campaign.json. Back here: copy the last two into
+# models/campaign (its config.json stays: the play-time search the chain is
+# measured with), commit. A window that dies
 # loses only that window: models/campaign is untouched here until the files are
 # copied back.
 set -u
@@ -79,5 +81,5 @@ share = run.selfplay_share(lines)
 print('self-play share:', 'no iteration finished' if share is None else f'{share:.1%}')" \
   "$RUN/metrics.jsonl" >> "$OUT/gpu.log" 2>&1
 python3 -m experiments.campaign export "$RUN" --device gpu >> "$OUT/gpu.log" 2>&1 \
-  && cp "$RUN/metrics.jsonl" models/campaign/config.json models/campaign/variables.msgpack \
-        models/campaign/campaign.json "$OUT/"
+  && cp "$RUN/metrics.jsonl" models/campaign/variables.msgpack models/campaign/campaign.json \
+        "$OUT/" && cp models/campaign/config.json "$OUT/gpu_config.json"
