@@ -8,7 +8,9 @@
 The bench runs in sections (``--sections``, default all, always in this order):
 search, train, baseline, forced, selfplay, routing, bf16, devices, mentor.
 Each section's table lines go to stderr as soon as it finishes; the final table
-(or ``--json`` report) holds the sections that ran.
+(or ``--json`` report) holds the sections that ran. A bench stopped by SIGTERM
+(a ``timeout``) or Ctrl-C still prints the report of the sections it finished,
+names the one it was in (``stopped``), and exits with 143 or 130.
 
 For the paper's net (``PolicyValueNet`` defaults: 32 filters, 2 residual blocks)
 on a ``--size`` board, with a single net (num_nets=1) and Double Networks
@@ -64,6 +66,7 @@ import json
 import math
 import os
 import shlex
+import signal
 import sys
 import time
 
@@ -330,22 +333,49 @@ SECTION_FNS = {"search": section_search, "train": section_train,
 assert tuple(SECTION_FNS) == SECTIONS
 
 
+class Stopped(Exception):
+    """SIGTERM arrived during a section."""
+
+
+def _raise_stopped(signum, frame):
+    raise Stopped
+
+
 def run(args: argparse.Namespace, command: str) -> dict:
     """Run the sections ``args.sections`` in order, logging each one's table
-    lines as it finishes; the report of them all."""
+    lines as it finishes; the report of them all. SIGTERM or Ctrl-C ends the
+    run early: the report then holds the sections finished before it, and
+    ``stopped`` names the section it was in and the signal."""
     jax.config.update("jax_enable_compilation_cache", False)
     start = time.perf_counter()
     load_start = os.getloadavg()[0]
     b = Bench(args)
     config = b.config()
-    for name in args.sections:
-        t0 = time.perf_counter()
-        SECTION_FNS[name](b)
-        lines = section_lines(name, b.results, config)
-        log("\n".join([f"section {name} done in {time.perf_counter() - t0:.0f} s", *lines]))
-    return {
+    done: list[str] = []
+    stopped = None
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    try:
+        for name in args.sections:
+            t0 = time.perf_counter()
+            before = dict(b.results)
+            try:
+                SECTION_FNS[name](b)
+            except (Stopped, KeyboardInterrupt) as e:
+                b.results = before  # no half-measured section in the report
+                stopped = {"section": name,
+                           "signal": "SIGTERM" if isinstance(e, Stopped) else "SIGINT"}
+                log(f"stopped by {stopped['signal']} in section {name}: the report holds "
+                    f"the {len(done)} section(s) finished before it")
+                break
+            done.append(name)
+            lines = section_lines(name, b.results, config)
+            log("\n".join([f"section {name} done in {time.perf_counter() - t0:.0f} s",
+                           *lines]))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    report = {
         "command": command,
-        "sections": list(args.sections),
+        "sections": done,
         "backend": jax.default_backend(),
         "device_count": jax.device_count(),
         "devices": str(jax.devices()),
@@ -356,6 +386,9 @@ def run(args: argparse.Namespace, command: str) -> dict:
         "results": b.results,
         "total_s": time.perf_counter() - start,
     }
+    if stopped is not None:
+        report["stopped"] = stopped
+    return report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -366,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command = shlex.join(["python", "-m", "experiments.bench", *argv])
     report = run(args, command)
-    for key in result_keys(args.sections, args.devices):
+    for key in result_keys(report["sections"], args.devices):
         v = lookup(report["results"], key)
         if not (math.isfinite(v) and v > 0):
             log(f"warning: {key} = {v}")
@@ -374,6 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, sort_keys=True))
     else:
         print(table(report))
+    if "stopped" in report:
+        return 143 if report["stopped"]["signal"] == "SIGTERM" else 130
     return 0
 
 

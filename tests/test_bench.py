@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -116,6 +117,32 @@ def test_bench_sections_run_only_those_named():
     check_keys(report, [k for k in SECTION_KEYS["baseline"] if "speedup" not in k])
     assert not any("speedup_vs_baseline" in r for r in report["results"].values())
     assert "NumPy baseline simulations/s" in stderr  # logged when done
+
+
+def test_bench_stopped_by_sigterm_reports_the_sections_it_finished():
+    """A `timeout` that ends the bench (as in experiments/gpu_window.sh) keeps
+    what it measured: the finished sections' report, the section it stopped in
+    named, exit 143; no traceback."""
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.bench", "--quick", "--json",
+                             "--sections", "baseline,mentor", "--mentor-games", "64"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    stderr = []
+    for line in proc.stderr:  # wait until the first section is done, then stop it
+        stderr.append(line)
+        if "] section baseline done" in line:
+            proc.send_signal(signal.SIGTERM)
+            break
+    out, rest = proc.communicate(timeout=300)
+    stderr = "".join(stderr) + rest
+    assert proc.returncode == 143, stderr[-3000:]
+    report = json.loads(out)
+    assert report["sections"] == ["baseline"]
+    assert report["stopped"] == {"section": "mentor", "signal": "SIGTERM"}
+    assert set(report["results"]) == SECTION_ENTRIES["baseline"]
+    check_keys(report, [k for k in SECTION_KEYS["baseline"] if "speedup" not in k])
+    assert "stopped by SIGTERM in section mentor" in stderr
+    assert "Traceback" not in stderr
 
 
 def test_bench_sections_are_checked_and_ordered():
