@@ -334,18 +334,38 @@ assert tuple(SECTION_FNS) == SECTIONS
 
 
 class Stopped(Exception):
-    """SIGTERM arrived during a section."""
+    """SIGTERM or SIGINT arrived during a section."""
 
 
-def _raise_stopped(signum, frame):
-    raise Stopped
+class StopSignals:
+    """SIGTERM and SIGINT while installed (a ``with`` block): a signal during a
+    section (``in_section``) raises Stopped there; between sections it is only
+    recorded (``signal``), and the loop stops before the next section."""
+
+    def __init__(self):
+        self.signal: str | None = None
+        self.in_section = False
+
+    def __call__(self, signum, frame):
+        self.signal = signal.Signals(signum).name
+        if self.in_section:
+            self.in_section = False
+            raise Stopped
+
+    def __enter__(self):
+        self.previous = {s: signal.signal(s, self) for s in (signal.SIGTERM, signal.SIGINT)}
+        return self
+
+    def __exit__(self, *exc):
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
 
 
 def run(args: argparse.Namespace, command: str) -> dict:
     """Run the sections ``args.sections`` in order, logging each one's table
     lines as it finishes; the report of them all. SIGTERM or Ctrl-C ends the
     run early: the report then holds the sections finished before it, and
-    ``stopped`` names the section it was in and the signal."""
+    ``stopped`` names the first section not finished and the signal."""
     jax.config.update("jax_enable_compilation_cache", False)
     start = time.perf_counter()
     load_start = os.getloadavg()[0]
@@ -353,26 +373,28 @@ def run(args: argparse.Namespace, command: str) -> dict:
     config = b.config()
     done: list[str] = []
     stopped = None
-    previous = signal.signal(signal.SIGTERM, _raise_stopped)
-    try:
+    with StopSignals() as stop:
         for name in args.sections:
             t0 = time.perf_counter()
-            before = dict(b.results)
+            before, finished = dict(b.results), False
             try:
-                SECTION_FNS[name](b)
-            except (Stopped, KeyboardInterrupt) as e:
+                if stop.signal is None:
+                    stop.in_section = True
+                    SECTION_FNS[name](b)
+                    stop.in_section = False
+                    finished = True
+            except Stopped:
+                pass
+            if not finished:
                 b.results = before  # no half-measured section in the report
-                stopped = {"section": name,
-                           "signal": "SIGTERM" if isinstance(e, Stopped) else "SIGINT"}
-                log(f"stopped by {stopped['signal']} in section {name}: the report holds "
-                    f"the {len(done)} section(s) finished before it")
+                stopped = {"section": name, "signal": stop.signal}
+                log(f"stopped by {stop.signal} in section {name}: the report holds the "
+                    f"{len(done)} section(s) finished before it")
                 break
             done.append(name)
             lines = section_lines(name, b.results, config)
             log("\n".join([f"section {name} done in {time.perf_counter() - t0:.0f} s",
                            *lines]))
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     report = {
         "command": command,
         "sections": done,
