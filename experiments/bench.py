@@ -72,6 +72,7 @@ import time
 
 import jax
 
+from agz_jax import cli
 from agz_jax.config import SearchConfig
 from agz_jax.gomoku import Rules
 from agz_jax.networks import Networks, PolicyValueNet, flops_per_position
@@ -333,68 +334,41 @@ SECTION_FNS = {"search": section_search, "train": section_train,
 assert tuple(SECTION_FNS) == SECTIONS
 
 
-class Stopped(Exception):
-    """SIGTERM or SIGINT arrived during a section."""
-
-
-class StopSignals:
-    """SIGTERM and SIGINT while installed (a ``with`` block): a signal during a
-    section (``in_section``) raises Stopped there; between sections it is only
-    recorded (``signal``), and the loop stops before the next section."""
-
-    def __init__(self):
-        self.signal: str | None = None
-        self.in_section = False
-
-    def __call__(self, signum, frame):
-        self.signal = signal.Signals(signum).name
-        if self.in_section:
-            self.in_section = False
-            raise Stopped
-
-    def __enter__(self):
-        self.previous = {s: signal.signal(s, self) for s in (signal.SIGTERM, signal.SIGINT)}
-        return self
-
-    def __exit__(self, *exc):
-        for s, handler in self.previous.items():
-            signal.signal(s, handler)
-
-
 def run(args: argparse.Namespace, command: str) -> dict:
     """Run the sections ``args.sections`` in order, logging each one's table
-    lines as it finishes; the report of them all. SIGTERM or Ctrl-C ends the
-    run early: the report then holds the sections finished before it, and
-    ``stopped`` names the first section not finished and the signal."""
+    lines as it finishes; the report of them all. SIGTERM or Ctrl-C
+    (``cli.Interrupts``) ends the run early: a section is cut at once, a
+    finished one is logged in full first; the report then holds the sections
+    finished before it, and ``stopped`` names the first section not finished
+    and the signal."""
     jax.config.update("jax_enable_compilation_cache", False)
     start = time.perf_counter()
     load_start = os.getloadavg()[0]
     b = Bench(args)
     config = b.config()
     done: list[str] = []
+    kept: dict = {}  # the results of the sections in ``done``
     stopped = None
-    with StopSignals() as stop:
-        for name in args.sections:
-            t0 = time.perf_counter()
-            before, finished = dict(b.results), False
-            try:
-                if stop.signal is None:
-                    stop.in_section = True
-                    SECTION_FNS[name](b)
-                    stop.in_section = False
-                    finished = True
-            except Stopped:
-                pass
-            if not finished:
-                b.results = before  # no half-measured section in the report
-                stopped = {"section": name, "signal": stop.signal}
-                log(f"stopped by {stop.signal} in section {name}: the report holds the "
-                    f"{len(done)} section(s) finished before it")
-                break
-            done.append(name)
-            lines = section_lines(name, b.results, config)
-            log("\n".join([f"section {name} done in {time.perf_counter() - t0:.0f} s",
-                           *lines]))
+    with cli.Interrupts() as interrupts:
+        try:
+            for name in args.sections:
+                t0 = time.perf_counter()
+                interrupts.check()  # a signal recorded while the last section was logged
+                SECTION_FNS[name](b)
+                with interrupts.deferred():
+                    done.append(name)
+                    kept = dict(b.results)
+                    lines = section_lines(name, b.results, config)
+                    log("\n".join([f"section {name} done in {time.perf_counter() - t0:.0f} s",
+                                   *lines]))
+        except KeyboardInterrupt:
+            b.results = kept  # no half-measured section in the report
+            unfinished = [name for name in args.sections if name not in done]
+            if unfinished:
+                stopped = {"section": unfinished[0],
+                           "signal": signal.Signals(interrupts.signum or signal.SIGINT).name}
+                log(f"stopped by {stopped['signal']} in section {unfinished[0]}: the report "
+                    f"holds the {len(done)} section(s) finished before it")
     report = {
         "command": command,
         "sections": done,
@@ -430,7 +404,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(table(report))
     if "stopped" in report:
-        return 143 if report["stopped"]["signal"] == "SIGTERM" else 130
+        # At once: work cut in flight (a device computation) must not be waited on.
+        cli.leave(cli.TERMINATED if report["stopped"]["signal"] == "SIGTERM"
+                  else cli.INTERRUPTED)
     return 0
 
 
