@@ -11,19 +11,17 @@
 # first measures the bench rows of issue 22 (at most 300 s; the three sections
 # took 273 s on an H200, which leaves a 540 s window about 160 s of training),
 # and with ROUTING=1 the routing section (at most 120 s; 69 s on the H200: with
-# both, a 540 s window has too little left, and the script says so). Both are
-# off by default: the
-# rows were measured in session 34 (docs/campaign.md), so a window trains. It
-# trains the `gpu` preset from
-# models/campaign for what is left of WINDOW less RESERVE (default 100 s: a stopped
-# run's last write, then the export), exports the run's best nets into
-# models/campaign there, and leaves in $OUT: bench.json, bench_routing.json,
-# gpu.log, metrics.jsonl, gpu_config.json (the GPU run's config, for the record),
-# variables.msgpack, campaign.json. Back here: copy the last two into
-# models/campaign (its config.json stays: the play-time search the chain is
-# measured with), commit. A window that dies
-# loses only that window: models/campaign is untouched here until the files are
-# copied back.
+# both, a 540 s window has too little left, and the script says so). Both are off
+# by default: the rows were measured in session 34 (docs/campaign.md), so a window
+# trains. It trains the `gpu` preset from models/campaign for what is left of
+# WINDOW less RESERVE (default 100 s: a stopped run's last write, then the
+# export), exports the run's best nets into models/campaign there, and leaves in
+# $OUT: bench.json, bench_routing.json, gpu.log, metrics.jsonl, gpu_config.json
+# (the GPU run's config, for the record), variables.msgpack, campaign.json. Back
+# here: copy the last two into models/campaign (its config.json stays: the
+# play-time search the chain is measured with), commit. A window that dies loses
+# only that window: models/campaign is untouched here until the files are copied
+# back.
 set -u
 WINDOW=${1:-540}
 RESERVE=${RESERVE:-100}
