@@ -28,7 +28,10 @@ what the net has learned by itself.
 The opening: the policy's first choice on the empty board (x is the column, y
 the row, from 0 at the top left, as the Gomocup protocol and the web board
 count), its probability as a multiple of uniform, its distance from the centre
-(in king moves), and the probability the policy puts on the centre's 3x3. And
+(in king moves), the probability the policy puts on the centre's 3x3, and the
+centre's rank in the policy (1: its first choice; a Gumbel search at play time,
+with no root noise, considers only the ``search.max_considered_actions``
+moves ranked first). And
 the value net's own verdict on the first moves: black's value after each
 possible first move (the negated value of the position with white to move),
 after the centre and after the policy's own choice. A policy that avoids the
@@ -172,12 +175,13 @@ def opening_of(logits: np.ndarray, legal: np.ndarray, size: int,
     rows, cols = np.divmod(np.arange(size * size), size)
     centre = (size - 1) / 2
     near = (np.abs(rows - centre) <= 1) & (np.abs(cols - centre) <= 1)
+    mid = (size // 2) * size + size // 2  # the centre point (odd sizes; else next to it)
     out = {"x": x, "y": y, "p": float(prob[best]),
            "vs_uniform": float(prob[best] * legal.sum()),
            "from_centre": float(max(abs(x - centre), abs(y - centre))),
-           "centre_3x3": float(prob[near].sum())}
+           "centre_3x3": float(prob[near].sum()),
+           "centre_rank": int(np.sum(prob > prob[mid]))}
     if after is not None:
-        mid = (size // 2) * size + size // 2  # the centre point (odd sizes; else next to it)
         out.update(value_centre=float(after[mid]), value_choice=float(after[best]))
     return out
 
@@ -258,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         o = result["opening"]
         print(f"  empty board: opens x={o['x']} y={o['y']} (p {o['p']:.3f}, "
               f"{o['vs_uniform']:.1f}x uniform), {o['from_centre']:g} from the centre; "
-              f"the centre's 3x3 holds {o['centre_3x3']:.2f}")
+              f"the centre's 3x3 holds {o['centre_3x3']:.2f}; the centre ranks "
+              f"{o['centre_rank'] + 1}")
         print(f"  black's value after the first move: {o['value_centre']:+.3f} at the centre, "
               f"{o['value_choice']:+.3f} at the policy's choice")
     return 0

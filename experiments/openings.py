@@ -78,11 +78,30 @@ def values(model_name: str, moves: np.ndarray, sims: int, seed: int) -> np.ndarr
     return np.asarray(value(model.variables, np.arange(len(moves)), jax.random.PRNGKey(seed)))
 
 
+def black_labels(winner, length, k: int, gamma: float) -> np.ndarray:
+    """float32[G]: the Winning Value Decay label (``selfplay.decayed_z``, the
+    training target) of each game's position after its first ``k`` plies, from
+    black's side: +gamma^(T - k - 1) when black wins a game of T plies, minus
+    that when white does, 0 for a draw."""
+    import jax.numpy as jnp
+
+    from agz_jax.selfplay import decayed_z
+
+    winner, length = jnp.asarray(winner, jnp.int32), jnp.asarray(length, jnp.int32)
+    to_play = jnp.full((k + 1, len(winner)), k % 2, jnp.int32)  # only row k is read
+    z = decayed_z(to_play, winner, length, gamma)[k]
+    return np.asarray(z if k % 2 == 0 else -z, np.float32)
+
+
 def selfplay_scores(model_name: str, moves: np.ndarray, games: int, sims: int, seed: int,
-                    chunk: int = 8) -> np.ndarray:
-    """float32[K]: black's score (wins + draws / 2) over ``games`` (even) self-play
-    games of the model from each opening: its own search config with ``sims``
-    simulations and exploration noise, moves as in its self-play.
+                    chunk: int = 8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(score, decayed, decayed_se), float32[K] each: black's score (wins + draws / 2) over
+    ``games`` (even) self-play games of the model from each opening, its own
+    search config with ``sims`` simulations and exploration noise, moves as in
+    its self-play; and black's mean Winning Value Decay label for the position
+    the opening leaves (+-gamma^(T - k - 1) for a game of T plies after k
+    opening stones, 0 for a draw; ``selfplay.decayed_z``), which is what the
+    model's value net learns for that position from such games.
 
     The games are one match of the model against itself in chunks
     (``arena.play_match_compact``: finished games leave the batch, so a long
@@ -115,14 +134,20 @@ def selfplay_scores(model_name: str, moves: np.ndarray, games: int, sims: int, s
             f"  ply {ply}: {int(done.sum())}/{len(done)} games over", file=sys.stderr,
             flush=True))
     which = {tuple(m): i for i, m in enumerate(moves.tolist())}
+    k = moves.shape[1]
+    label = black_labels(result.winner, result.length, k, config.decay.gamma)
     total, count = np.zeros(len(moves)), np.zeros(len(moves))
+    labels: list[list[float]] = [[] for _ in moves]
     for g in range(len(result.winner)):
-        i = which[tuple(int(a) for a in result.moves[:moves.shape[1], g])]
+        i = which[tuple(int(a) for a in result.moves[:k, g])]
         w = int(result.winner[g])
         total[i] += 1.0 if w == 0 else 0.0 if w == 1 else 0.5
+        labels[i].append(float(label[g]))
         count[i] += 1
     assert np.all(count == games), "every opening gets its games"
-    return (total / count).astype(np.float32)
+    decayed = np.array([np.mean(v) for v in labels], np.float32)
+    se = np.array([np.std(v, ddof=1) / np.sqrt(len(v)) for v in labels], np.float32)
+    return (total / count).astype(np.float32), decayed, se
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         return check(args, size)
     moves = candidates(size, args.box)
     if args.judge == "selfplay":
-        score = selfplay_scores(args.model, moves, args.games, args.sims, args.seed)
+        score, _, _ = selfplay_scores(args.model, moves, args.games, args.sims, args.seed)
         deviation = np.abs(score - 0.5)
         measure = (f"black's score in {args.games} self-play games of the model "
                    f"{args.model!r} ({args.sims} simulations per move) from the opening")
@@ -206,14 +231,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def check(args: argparse.Namespace, size: int) -> int:
     """``--check``: black's score over the set ``args.check`` (see the module)."""
-    from agz_jax import arena, openings
+    from agz_jax import arena, models, openings
 
     try:
         moves = openings.load(args.check, size)
     except openings.OpeningsError as e:
         print(f"error: --check: {e}", file=sys.stderr)
         return 2
-    score = selfplay_scores(args.model, moves, args.games, args.sims, args.seed)
+    score, decayed, se = selfplay_scores(args.model, moves, args.games, args.sims, args.seed)
     games = len(moves) * args.games
     mean = float(score.mean())
     low, high = arena.wilson(mean, games)
@@ -221,6 +246,10 @@ def check(args: argparse.Namespace, size: int) -> int:
           f"self-play games of {args.model!r} ({args.sims} simulations per move, seed "
           f"{args.seed}), {args.games} from each of its {len(moves)} openings; per opening "
           f"{score.min():.2f} to {score.max():.2f}")
+    gamma = models.load(args.model).config.decay.gamma
+    print(f"black's mean decayed value label after the openings (gamma {gamma}; what the "
+          f"value net learns from these games): {decayed.mean():+.4f} (standard error "
+          f"{np.sqrt(np.sum(se ** 2)) / len(moves):.4f})")
     return 0
 
 

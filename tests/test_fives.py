@@ -73,6 +73,10 @@ def test_opening_by_hand():
     assert got["vs_uniform"] == pytest.approx(5 / total * 24)
     assert got["from_centre"] == 2.0
     assert got["centre_3x3"] == pytest.approx(9 / total)
+    assert got["centre_rank"] == 1  # only x=3, y=0 is more probable (the rest tie)
+    logits[12] = np.log(7.0)
+    assert fives.opening_of(logits, legal, size)["centre_rank"] == 0
+    logits[12] = 0.0
     assert "value_centre" not in got
     after = np.linspace(-0.5, 0.5, 25)
     got = fives.opening_of(logits, legal, size, after=after)

@@ -56,6 +56,10 @@ def test_make_then_check_a_set(judge, tmp_path, capsys):
     assert m, line
     s, low, high = (float(v) for v in m.groups())
     assert low <= s <= high and s * 8 == pytest.approx(round(s * 8))
+    label = re.search(r"black's mean decayed value label after the openings \(gamma ([\d.]+);"
+                      r".*\): ([+-][\d.]+) \(standard error ([\d.]+)\)", line)
+    assert label, line
+    assert float(label.group(1)) == 0.95 and abs(float(label.group(2))) <= 1
 
 
 def test_bad_flags_are_one_line(judge, tmp_path, capsys):
@@ -66,3 +70,12 @@ def test_bad_flags_are_one_line(judge, tmp_path, capsys):
     assert err.startswith("error: --check: opening set") and err.count("\n") == 1
     assert make.main(["--model", judge, "--out", str(tmp_path / "x"), "--games", "3"]) == 2
     assert "--games must be even" in capsys.readouterr().err
+
+
+def test_black_labels_are_the_decayed_training_targets_from_blacks_side():
+    # After one opening stone (white to move): black's win in 5 plies is 3 plies
+    # after that position, so its label is gamma^3; white's win in 6 plies, -gamma^4.
+    labels = make.black_labels([0, 1, -1, 0], [5, 6, 9, 3], 1, 0.5)
+    np.testing.assert_allclose(labels, [0.125, -0.0625, 0.0, 0.5])
+    # After two stones black is to move: the same sign convention, one ply nearer.
+    np.testing.assert_allclose(make.black_labels([0, 1], [5, 6], 2, 0.5), [0.25, -0.125])
