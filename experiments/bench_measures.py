@@ -149,6 +149,21 @@ def repeated(evaluate, reps: int):
     return run
 
 
+_FORWARD: dict = {}
+
+
+def compiled_forward(nets, dtype, reps: int, variables, obs, to_play):
+    """``repeated(nets.evaluate)`` in ``dtype``, compiled for these inputs' shapes
+    once per process: the forced section times the same net at the same shapes
+    beside each of its searches."""
+    shapes = tuple((x.shape, str(x.dtype)) for x in jax.tree.leaves((variables, obs, to_play)))
+    key = (nets, str(dtype), reps, jax.tree.structure((variables, obs, to_play)), shapes)
+    if key not in _FORWARD:
+        evaluate = functools.partial(nets.evaluate, dtype=dtype)
+        _FORWARD[key] = compile_timed(repeated(evaluate, reps), variables, obs, to_play)[0]
+    return _FORWARD[key]
+
+
 def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
                  forward_states: State | None = None, **search_options) -> dict:
     """Self-play moves from ``states`` and the net alone (``nets.evaluate`` on
@@ -167,9 +182,8 @@ def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
     play, compile_s = compile_timed(make_moves(rules, nets, cfg, args.moves), variables, key,
                                     states)
     # The net alone as the search runs it: in cfg.dtype, its params cast once.
-    evaluate = functools.partial(nets.evaluate, dtype=cfg.dtype)
     cast = cast_params(variables, cfg.dtype)
-    fwd, _ = compile_timed(repeated(evaluate, reps), cast, obs, to_play)
+    fwd = compiled_forward(nets, cfg.dtype, reps, cast, obs, to_play)
     jax.block_until_ready(fwd(cast, obs, to_play))
     fwd_times, play_times = [], []
     for i in range(2 * repeats + 1):

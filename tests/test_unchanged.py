@@ -103,11 +103,14 @@ def arena_players() -> str:
 
 
 def engine_analysis() -> str:
+    import tempfile
+
     from tiny_models import random_model
 
     from agz_jax import engine, models
 
-    model = models.load(random_model(Path(_tmp()) / "m", 9, seed=3, double=False))
+    with tempfile.TemporaryDirectory(prefix="agz-unchanged-") as tmp:
+        model = models.load(random_model(Path(tmp) / "m", 9, seed=3, double=False))
     model = model._replace(config=model.config.replace(
         **{"search.forced_moves": True, "search.answer_threats": True}))
     eng = engine.Engine(model, max_simulations=32, chunk=8)
@@ -117,12 +120,6 @@ def engine_analysis() -> str:
     board[[49, 31]] = -1
     a = eng.analyse(rules, engine.make_state(rules, board, 1), simulations=24)
     return digest(np.int32(a.action), np.float32(a.value), a.policy, a.q)
-
-
-def _tmp() -> str:
-    import tempfile
-
-    return tempfile.mkdtemp(prefix="agz-unchanged-")
 
 
 CASES = {"lockstep_puct": lockstep_puct, "continuous_gumbel": continuous_gumbel,
