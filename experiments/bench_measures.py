@@ -149,19 +149,21 @@ def repeated(evaluate, reps: int):
     return run
 
 
-_FORWARD: dict = {}
+_COMPILED: dict = {}
 
 
-def compiled_forward(nets, dtype, reps: int, variables, obs, to_play):
-    """``repeated(nets.evaluate)`` in ``dtype``, compiled for these inputs' shapes
-    once per process: the forced section times the same net at the same shapes
-    beside each of its searches."""
-    shapes = tuple((x.shape, str(x.dtype)) for x in jax.tree.leaves((variables, obs, to_play)))
-    key = (nets, str(dtype), reps, jax.tree.structure((variables, obs, to_play)), shapes)
-    if key not in _FORWARD:
-        evaluate = functools.partial(nets.evaluate, dtype=dtype)
-        _FORWARD[key] = compile_timed(repeated(evaluate, reps), variables, obs, to_play)[0]
-    return _FORWARD[key]
+def compiled_once(what: tuple, fn, *args):
+    """``compile_timed(fn, *args)``, once per process for ``what`` (hashable: the
+    program's name and the settings it is built from) and the shapes of ``args``:
+    the sections time the same programs again (the forced section the net alone
+    beside each of its searches, bf16's float32 run the search section's
+    search). The seconds are those of the one compilation."""
+    leaves = jax.tree.leaves(args)
+    key = (what, jax.tree.structure(args),
+           tuple((np.shape(x), str(jnp.result_type(x))) for x in leaves))
+    if key not in _COMPILED:
+        _COMPILED[key] = compile_timed(fn, *args)
+    return _COMPILED[key]
 
 
 def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
@@ -179,11 +181,14 @@ def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
     key = jax.random.PRNGKey(args.seed)
     forward_states = states if forward_states is None else forward_states
     obs, to_play = nets.observe(rules, forward_states), forward_states.to_play
-    play, compile_s = compile_timed(make_moves(rules, nets, cfg, args.moves), variables, key,
+    play, compile_s = compiled_once(("moves", rules, nets, cfg, args.moves),
+                                    make_moves(rules, nets, cfg, args.moves), variables, key,
                                     states)
     # The net alone as the search runs it: in cfg.dtype, its params cast once.
     cast = cast_params(variables, cfg.dtype)
-    fwd = compiled_forward(nets, cfg.dtype, reps, cast, obs, to_play)
+    evaluate = functools.partial(nets.evaluate, dtype=cfg.dtype)
+    fwd, _ = compiled_once(("forward", nets, cfg.dtype, reps), repeated(evaluate, reps), cast,
+                           obs, to_play)
     jax.block_until_ready(fwd(cast, obs, to_play))
     fwd_times, play_times = [], []
     for i in range(2 * repeats + 1):
