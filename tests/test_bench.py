@@ -264,3 +264,22 @@ def test_baseline_visit_counts_equal_mctx(nets, variables):
         visits = baseline.search(pos, net_fn, num_simulations=48, c_puct=5.0, gamma=GAMMA,
                                  num_nets=2)
         np.testing.assert_array_equal(visits, jax_visits[i], err_msg=f"position {i}")
+
+
+def test_each_program_is_compiled_once_per_settings_and_shapes():
+    from experiments.bench_measures import compiled_once
+
+    traced = []
+
+    def double(x):
+        traced.append(x.shape)
+        return 2 * x
+
+    first = compiled_once(("double", 1), double, jnp.ones(3))
+    assert compiled_once(("double", 1), double, jnp.zeros(3)) is first  # values don't matter
+    assert traced == [(3,)] and first[1] > 0  # the one compilation's seconds
+    other_shape = compiled_once(("double", 1), double, jnp.ones(4))
+    # Other settings: a program built anew (jax's own cache knows `double` at (3,)).
+    compiled_once(("double", 2), lambda x: double(x), jnp.ones(3))
+    assert traced == [(3,), (4,), (3,)]
+    assert other_shape[0](jnp.ones(4)).tolist() == [2.0] * 4
