@@ -67,7 +67,8 @@ if [ "$TRAIN" -lt 60 ]; then
 fi
 echo "training for $TRAIN s" >> "$OUT/gpu.log"
 # PRESET and EXTRA (more flags of experiments.selfplay) are for trying the script
-# on a small CPU run; a window uses the defaults.
+# on a small CPU run, or for a window's experiment (EXTRA="--openings.empty-fraction
+# 0.5": half the games from the empty board, docs/campaign.md).
 timeout -k 60 "$TRAIN" python3 -m experiments.selfplay --preset "${PRESET:-gpu}" \
   --init-from models/campaign --out "$RUN" ${EXTRA:-} >> "$OUT/gpu.log" 2>&1
 echo "selfplay exit $? (124: stopped by the window's timeout, as planned)" >> "$OUT/gpu.log"
