@@ -22,7 +22,11 @@ self-play games from every opening of an existing set (a shipped name or a
 file), ``--games`` games each, with its 95% interval. With a ``--seed`` other
 than the one that made the set, this is a fresh measurement of how balanced the
 set is for that judge (a set's own header is biased: it kept the openings
-whose scores happened to come out near 0.5).
+whose scores happened to come out near 0.5). It also prints black's mean
+Winning Value Decay label after the openings, with its standard error: the
+value the model's value net is trained towards there, which is what decides
+its search's choice between two openings (a one-line set such as ``7,7``
+measures one first move).
 """
 
 from __future__ import annotations
