@@ -139,19 +139,16 @@ def selfplay_scores(model_name: str, moves: np.ndarray, games: int, sims: int, s
             flush=True))
     which = {tuple(m): i for i, m in enumerate(moves.tolist())}
     k = moves.shape[1]
+    opening = np.array([which[tuple(int(a) for a in result.moves[:k, g])]
+                        for g in range(len(result.winner))])
+    winner = np.asarray(result.winner)
+    score = np.where(winner == 0, 1.0, np.where(winner == 1, 0.0, 0.5))
     label = black_labels(result.winner, result.length, k, config.decay.gamma)
-    total, count = np.zeros(len(moves)), np.zeros(len(moves))
-    labels: list[list[float]] = [[] for _ in moves]
-    for g in range(len(result.winner)):
-        i = which[tuple(int(a) for a in result.moves[:k, g])]
-        w = int(result.winner[g])
-        total[i] += 1.0 if w == 0 else 0.0 if w == 1 else 0.5
-        labels[i].append(float(label[g]))
-        count[i] += 1
-    assert np.all(count == games), "every opening gets its games"
-    decayed = np.array([np.mean(v) for v in labels], np.float32)
-    se = np.array([np.std(v, ddof=1) / np.sqrt(len(v)) for v in labels], np.float32)
-    return (total / count).astype(np.float32), decayed, se
+    groups = [opening == i for i in range(len(moves))]
+    assert all(g.sum() == games for g in groups), "every opening gets its games"
+    return (np.array([score[g].mean() for g in groups], np.float32),
+            np.array([label[g].mean() for g in groups], np.float32),
+            np.array([label[g].std(ddof=1) / np.sqrt(games) for g in groups], np.float32))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,12 +190,13 @@ def main(argv: list[str] | None = None) -> int:
     from agz_jax import models, openings
 
     try:
-        size = models.load(args.model).config.game.size
+        config = models.load(args.model).config
     except models.ModelError as e:
         print(f"error: --model: {e}", file=sys.stderr)
         return 2
+    size = config.game.size
     if args.check is not None:
-        return check(args, size)
+        return check(args, size, config.decay.gamma)
     moves = candidates(size, args.box)
     if args.judge == "selfplay":
         score, _, _ = selfplay_scores(args.model, moves, args.games, args.sims, args.seed)
@@ -233,9 +231,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def check(args: argparse.Namespace, size: int) -> int:
+def check(args: argparse.Namespace, size: int, gamma: float) -> int:
     """``--check``: black's score over the set ``args.check`` (see the module)."""
-    from agz_jax import arena, models, openings
+    from agz_jax import arena, openings
 
     try:
         moves = openings.load(args.check, size)
@@ -250,7 +248,6 @@ def check(args: argparse.Namespace, size: int) -> int:
           f"self-play games of {args.model!r} ({args.sims} simulations per move, seed "
           f"{args.seed}), {args.games} from each of its {len(moves)} openings; per opening "
           f"{score.min():.2f} to {score.max():.2f}")
-    gamma = models.load(args.model).config.decay.gamma
     print(f"black's mean decayed value label after the openings (gamma {gamma}; what the "
           f"value net learns from these games): {decayed.mean():+.4f} (standard error "
           f"{np.sqrt(np.sum(se ** 2)) / len(moves):.4f})")
