@@ -8,15 +8,18 @@
 #
 # WINDOW (default 540) is the whole call's wall time in seconds, bench and export
 # included: keep it under the device tool's 600 s a command. With BENCH=1 it
-# first measures the bench rows of issue 22 (at most 300 s; the three sections
-# took 273 s on an H200, which leaves a 540 s window about 160 s of training),
-# and with ROUTING=1 the routing section (at most 120 s; 69 s on the H200: with
-# both, a 540 s window has too little left, and the script says so). Both are off
-# by default: the rows were measured in session 34 (docs/campaign.md), so a window
+# first measures the bench rows of issue 22 (lockstep against continuous
+# self-play, and the search: at most 300 s; 274 s on an H100 in session 36,
+# which leaves a 540 s window about 125 s of training), with BF16=1 bf16
+# against float32 (at most 150 s; 113 s on the H100), and with ROUTING=1 the
+# routing section (at most 120 s; 69 s on an H200). Two of them in one 540 s
+# window leave too little to train, and the script says so: run the others in
+# a second call on the warm machine. All are off by default: the rows were
+# measured in sessions 34 (H200) and 36 (H100; docs/campaign.md), so a window
 # trains. It trains the `gpu` preset from models/campaign for what is left of
 # WINDOW less RESERVE (default 100 s: a stopped run's last write, then the
 # export), exports the run's best nets into models/campaign there, and leaves in
-# $OUT: bench.json, bench_routing.json, gpu.log, metrics.jsonl, gpu_config.json
+# $OUT: bench.json, bench_bf16.json, bench_routing.json, gpu.log, metrics.jsonl, gpu_config.json
 # (the GPU run's config, for the record), variables.msgpack, campaign.json. Back
 # here: copy the last two into models/campaign (its config.json stays: the
 # play-time search the chain is measured with), commit. A window that dies loses
@@ -39,19 +42,26 @@ python3 -c "import jax, mctx, tyro, tensorboardX; print(jax.devices())" > "$OUT/
 cat "$OUT/gpu.log"
 
 if [ "${BENCH:-0}" = 1 ]; then
-  # Lockstep against continuous self-play, bf16 against float32, and the search at
-  # the preset's batch: the paper's net and Double Networks, 4,096 games.
-  timeout 300 python3 -m experiments.bench --sections search,selfplay,bf16 --games 4096 \
+  # Lockstep against continuous self-play, and the search, at the preset's batch:
+  # the paper's net and Double Networks, 4,096 games.
+  timeout 300 python3 -m experiments.bench --sections search,selfplay --games 4096 \
     --sims 64 --selfplay-games 4096 --selfplay-sims 64 --json > "$OUT/bench.json" \
     2>> "$OUT/gpu.log"
   echo "bench exit $?" >> "$OUT/gpu.log"
+fi
+if [ "${BF16:-0}" = 1 ]; then
+  # bf16 against float32 inference: speed, and policy and value agreement.
+  timeout 150 python3 -m experiments.bench --sections bf16 --games 4096 --sims 64 \
+    --selfplay-games 4096 --selfplay-sims 64 --json > "$OUT/bench_bf16.json" \
+    2>> "$OUT/gpu.log"
+  echo "bf16 bench exit $?" >> "$OUT/gpu.log"
+fi
+if [ "${ROUTING:-0}" = 1 ]; then
   # Double Networks routed by colour against both nets on every position, in
-  # continuous self-play at the preset's batch (ROUTING=1; 69 s on an H200).
-  if [ "${ROUTING:-0}" = 1 ]; then
-    timeout 120 python3 -m experiments.bench --sections routing --selfplay-games 4096 \
-      --selfplay-sims 64 --json > "$OUT/bench_routing.json" 2>> "$OUT/gpu.log"
-    echo "routing bench exit $?" >> "$OUT/gpu.log"
-  fi
+  # continuous self-play at the preset's batch.
+  timeout 120 python3 -m experiments.bench --sections routing --selfplay-games 4096 \
+    --selfplay-sims 64 --json > "$OUT/bench_routing.json" 2>> "$OUT/gpu.log"
+  echo "routing bench exit $?" >> "$OUT/gpu.log"
 fi
 
 RUN=/tmp/gpu-$(date +%Y%m%d-%H%M)
@@ -62,7 +72,7 @@ RUN=/tmp/gpu-$(date +%Y%m%d-%H%M)
 TRAIN=$((WINDOW - SECONDS - RESERVE))
 if [ "$TRAIN" -lt 60 ]; then
   echo "error: $TRAIN s of the $WINDOW s window left for training (RESERVE $RESERVE s):" \
-    "give a larger window or BENCH=0" | tee -a "$OUT/gpu.log"
+    "give a larger window, or run BENCH, BF16 or ROUTING in a call of their own" | tee -a "$OUT/gpu.log"
   exit 1
 fi
 echo "training for $TRAIN s" >> "$OUT/gpu.log"
