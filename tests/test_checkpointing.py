@@ -396,6 +396,41 @@ def test_a_swallowed_ctrl_c_is_raised_again_at_the_next_check():
         signal.signal(signal.SIGINT, previous)
 
 
+def test_an_interrupt_swallowed_in_a_finalizer_is_kept_and_not_printed(capsys):
+    """SIGTERM handled inside a finalizer (the bench's bf16 section on the H100,
+    in jax's gc callback) is swallowed by Python and printed as "Exception
+    ignored ... Traceback". It is recorded, so ``check()`` raises it again, and
+    nothing is printed; any other unraisable exception still is."""
+
+    class SignalsWhenCollected:
+        def __init__(self, exc=None):
+            self.exc = exc
+
+        def __del__(self):
+            if self.exc is not None:
+                raise self.exc
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.5)  # the handler runs here, inside the finalizer
+
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    hook = sys.unraisablehook  # pytest's (it makes warnings): Python's prints instead
+    sys.unraisablehook = sys.__unraisablehook__
+    try:
+        with cli.Interrupts() as interrupts:
+            SignalsWhenCollected()  # collected at once: the handler raises in __del__
+            assert interrupts.pending
+            assert "Exception ignored" not in capsys.readouterr().err
+            SignalsWhenCollected(ValueError("not an interrupt"))
+            assert "not an interrupt" in capsys.readouterr().err
+            with pytest.raises(KeyboardInterrupt):
+                interrupts.check()
+        assert sys.unraisablehook is sys.__unraisablehook__
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = hook
+
+
 def test_sigterm_stops_as_ctrl_c_does_and_a_deferred_section_is_not_cut():
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -292,7 +292,8 @@ class Interrupts:
     printed as "Exception ignored" and swallowed: the run went on as if Ctrl-C
     had not been pressed. Inside this context the handler also records the
     interrupt, and ``check()`` raises it again at a safe point (the main job:
-    each iteration's start). SIGTERM, whose default is to die on the spot, is
+    each iteration's start); the one swallowed is not printed, since it is not
+    lost. SIGTERM, whose default is to die on the spot, is
     handled the same way, so ``kill`` or a ``timeout`` stops a run as Ctrl-C
     does. Inside ``deferred()`` (the main job: writing a checkpoint) a signal
     is only recorded, and raised by the next ``check()``: the write commits
@@ -305,6 +306,7 @@ class Interrupts:
         self.signum: int | None = None
         self._deferring = False
         self._previous: dict = {}
+        self._unraisablehook = None
 
     @property
     def status(self) -> int:
@@ -321,6 +323,12 @@ class Interrupts:
     def check(self) -> None:
         if self.pending:
             raise KeyboardInterrupt
+
+    def _unraisable(self, unraisable) -> None:
+        # The interrupt raised inside a finalizer or gc callback is recorded in
+        # ``pending``: no "Exception ignored ... Traceback" for it.
+        if not (self.pending and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+            self._unraisablehook(unraisable)
 
     @contextlib.contextmanager
     def deferred(self):
@@ -342,6 +350,8 @@ class Interrupts:
                                  (signal.SIGTERM, signal.SIG_DFL)):
                 if signal.getsignal(sig) is default:
                     self._previous[sig] = signal.signal(sig, self._handle)
+            if self._previous:
+                self._unraisablehook, sys.unraisablehook = sys.unraisablehook, self._unraisable
         return self
 
     def __exit__(self, *exc) -> None:
@@ -350,6 +360,8 @@ class Interrupts:
         for sig, previous in self._previous.items():
             signal.signal(sig, previous)
         self._previous = {}
+        if self._unraisablehook is not None:
+            sys.unraisablehook, self._unraisablehook = self._unraisablehook, None
 
 
 def leave(status: int) -> None:
