@@ -16,6 +16,13 @@ A match has ``--games`` games with the colours alternated by halves, and its
 seed is fixed before it starts: derived from ``--seed`` and the two players'
 names, and written down.
 
+A ledger keeps one protocol, how its games start: ``--seed``, ``--openings``
+and ``--opening-plies``. Left out, they are taken from the ledger's matches
+(the shipped ledger's: ``--seed 1 --openings balanced15 --opening-plies 0``),
+or are 0, no set and 2 for a new ledger; given and different from the
+ledger's, they are refused before anything is played: a second protocol goes
+in a ledger of its own.
+
 Every finished match is appended to the LEDGER (``--ledger``, default
 docs/ladder/games.jsonl) as one JSON line. A pairing already in it with the
 same games and seed is skipped, so a killed ladder loses only the match it was
@@ -136,6 +143,39 @@ def append_line(path: Path, text: str) -> None:
         f.write(text.encode() + b"\n")
 
 
+# How a ledger's games start, and a new ledger's default: (ladder seed, opening
+# set, random opening plies), as the ledger's lines and the flags name them.
+PROTOCOL = (("ladder_seed", "--seed", "seed"), ("openings", "--openings", "openings"),
+            ("opening_plies", "--opening-plies", "opening_plies"))
+NEW_LEDGER_PROTOCOL = {"seed": 0, "openings": None, "opening_plies": 2}
+
+
+def protocol_flags(values: dict) -> str:
+    """``{"seed": 1, ...}`` as the flags that ask for it."""
+    return " ".join(f"{flag} {values[attr]}" for _, flag, attr in PROTOCOL
+                    if values[attr] is not None)  # no --openings: no set
+
+
+def resolve_protocol(args: argparse.Namespace, lines: list[dict], path: Path) -> None:
+    """Fill the protocol flags left out (None) from the ledger's matches, or for a
+    new ledger from ``NEW_LEDGER_PROTOCOL``; ConfigError, before anything is
+    played, for flags that would start games otherwise than the ledger's."""
+    kept = [{attr: line.get(field) for field, _, attr in PROTOCOL}
+            for line in lines if "ladder_seed" in line]
+    protocols = list({tuple(sorted(k.items())): k for k in kept}.values())
+    base = protocols[0] if len(protocols) == 1 else NEW_LEDGER_PROTOCOL
+    given = {attr for _, _, attr in PROTOCOL if getattr(args, attr) is not None}
+    for attr in {attr for _, _, attr in PROTOCOL} - given:
+        setattr(args, attr, base[attr])
+    asked = {attr: getattr(args, attr) for _, _, attr in PROTOCOL}
+    if protocols and asked not in protocols:
+        theirs = " or ".join(protocol_flags(p) for p in protocols)
+        raise ConfigError(
+            f"{path}: its {len(kept)} matches were played with {theirs}; this ladder "
+            f"asks for {protocol_flags(asked)}: leave those flags out (or give the "
+            "ledger's), or give the other protocol its own --ledger")
+
+
 def check_board(lines: list[dict], path: Path, size: int | None = None,
                 rule: str | None = None) -> tuple[int, str] | None:
     """The one board of every ledger line (and of this ladder's players, when
@@ -224,9 +264,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--table-only", action="store_true",
                         help="play nothing: rewrite the table and plot from the ledger")
     arena_cli.add_match_args(parser, games=20)
-    args = parser.parse_args(argv)
-    arena_cli.check_match_args(args)
-    return args
+    # Left out: the ledger's (resolve_protocol).
+    parser.set_defaults(seed=None, openings=None, opening_plies=None)
+    for action in parser._actions:
+        if action.dest in ("seed", "opening_plies"):
+            action.help = action.help.split(" (default")[0] + " (default: the ledger's)"
+    return parser.parse_args(argv)
 
 
 def parse_player(text: str, flag: str) -> arena_cli.Spec:
@@ -351,6 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse(argv)
         lines = read_ledger(args.ledger)
+        resolve_protocol(args, lines, args.ledger)
+        arena_cli.check_match_args(args)
         if args.table_only:
             if not args.ledger.exists():
                 raise ConfigError(f"{args.ledger} not found: play some matches first "

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from agz_jax import models, rating
+from agz_jax.config import ConfigError
 from agz_jax.rating import ELO_PER_NAT, Match
 from experiments import arena as arena_cli
 from experiments import ladder, ladder_report
@@ -277,6 +278,47 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     ledger_path.write_text(json.dumps({**good, "size": 9}) + "\n")
     one_line_error(capsys, [*rnd, "--candidate", "mentor:0"],
                    "is 9x9 freestyle, not 7x7 freestyle")
+
+
+def test_the_protocol_comes_from_the_ledger_and_another_is_refused(tmp_path, capsys):
+    """Left out, --seed, --openings and --opening-plies are the ledger's (a
+    ladder run with the arena's defaults once added 14 matches of another
+    protocol to the shipped ledger); given otherwise, refused before playing."""
+    path = tmp_path / "games.jsonl"
+    line = {"a": "mentor:0", "b": "random", "wins": 2, "draws": 0, "losses": 0, "games": 2,
+            "seed": 3, "size": 7, "rule": "freestyle", "ladder_seed": 1,
+            "openings": "balanced15", "opening_plies": 0}
+    lines = [line, {**line, "a": "mentor:1"}]
+
+    def resolved(*flags, ledger=lines):
+        args = ladder.parse(["--candidate", "random", *flags])
+        ladder.resolve_protocol(args, ledger, path)
+        return args.seed, args.openings, args.opening_plies
+
+    assert resolved() == (1, "balanced15", 0)
+    assert resolved("--games", "40") == (1, "balanced15", 0)  # more games: same protocol
+    assert resolved("--seed", "1", "--opening-plies", "0") == (1, "balanced15", 0)
+    assert resolved(ledger=[]) == (0, None, 2)  # a new ledger: the arena's defaults
+    assert resolved("--openings", "balanced15", ledger=[]) == (0, "balanced15", 2)
+    for flags, asked in ((["--seed", "0"], "--seed 0 --openings balanced15 --opening-plies 0"),
+                         (["--opening-plies", "2"], "--seed 1 --openings balanced15 "
+                                                    "--opening-plies 2")):
+        with pytest.raises(ConfigError) as e:
+            resolved(*flags)
+        assert (f"its 2 matches were played with --seed 1 --openings balanced15 "
+                f"--opening-plies 0; this ladder asks for {asked}:") in str(e.value)
+    # A ledger that already mixes two: either is accepted, given in full.
+    mixed = [line, {**line, "ladder_seed": 0, "openings": None, "opening_plies": 2}]
+    assert resolved("--seed", "0", ledger=mixed) == (0, None, 2)
+    assert resolved("--seed", "1", "--openings", "balanced15", "--opening-plies", "0",
+                    ledger=mixed) == (1, "balanced15", 0)
+    with pytest.raises(ConfigError, match="played with --seed 1 --openings balanced15 "
+                                          "--opening-plies 0 or --seed 0 --opening-plies 2"):
+        resolved("--seed", "5", ledger=mixed)
+    # From the command line: one line, before anything is played or loaded.
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    one_line_error(capsys, ladder_args(tmp_path, "--seed", "0"),
+                   "leave those flags out (or give the ledger's)")
 
 
 def test_a_campaign_model_is_named_by_its_games(tmp_path):
