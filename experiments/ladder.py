@@ -263,12 +263,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
                              "ladder.md and ladder.png are written beside it")
     parser.add_argument("--table-only", action="store_true",
                         help="play nothing: rewrite the table and plot from the ledger")
-    arena_cli.add_match_args(parser, games=20)
-    # Left out: the ledger's (resolve_protocol).
-    parser.set_defaults(seed=None, openings=None, opening_plies=None)
-    for action in parser._actions:
-        if action.dest in ("seed", "opening_plies"):
-            action.help = action.help.split(" (default")[0] + " (default: the ledger's)"
+    arena_cli.add_match_args(parser, games=20, ledger=True)  # resolve_protocol fills them
     return parser.parse_args(argv)
 
 
