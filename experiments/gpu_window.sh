@@ -22,7 +22,8 @@
 # $OUT: bench.json, bench_bf16.json, bench_routing.json, gpu.log, metrics.jsonl, gpu_config.json
 # (the GPU run's config, for the record), variables.msgpack, campaign.json. Back
 # here: copy the last two into models/campaign (its config.json stays: the
-# play-time search the chain is measured with), commit. A window that dies loses
+# play-time search the chain is measured with) and the rest into
+# docs/gpu/sessionN-DEVICE/ (docs/gpu/README.md), commit. A window that dies loses
 # only that window: models/campaign is untouched here until the files are copied
 # back.
 set -u
