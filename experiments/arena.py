@@ -136,18 +136,18 @@ def add_match_args(parser: argparse.ArgumentParser, games: int | None = None,
     ``games``: the default of ``--games`` (None: required). With ``ledger``
     (the ladder) how games start, ``--seed``, ``--openings`` and
     ``--opening-plies``, defaults to None: the ledger's, filled in later."""
-    default = (lambda value: None) if ledger else (lambda value: value)
-    said = (lambda value: ": the ledger's") if ledger else (lambda value: f" {value}")
+    seed, plies = (None, None) if ledger else (0, 2)
+    said = (lambda value: ": the ledger's" if ledger else f" {value}")
     parser.add_argument("--games", required=games is None, type=int, default=games,
                         help="games per match (even, >= 2)"
                              + ("" if games is None else f"; default {games}"))
-    parser.add_argument("--seed", type=int, default=default(0),
+    parser.add_argument("--seed", type=int, default=seed,
                         help=f"match seed (default{said(0)})")
     parser.add_argument("--openings", default=None, metavar="SET",
                         help="start every game from an opening of SET (a shipped set, e.g. "
                              "balanced15, or a file), each drawn opening with both colours"
-                             + (f" (default{said(None)})" if ledger else ""))
-    parser.add_argument("--opening-plies", type=int, default=default(2),
+                             + (" (default: the ledger's)" if ledger else ""))
+    parser.add_argument("--opening-plies", type=int, default=plies,
                         help=f"random central moves after the opening (default{said(2)})")
     parser.add_argument("--size", type=int, default=None,
                         help="board size when no player has a checkpoint (default 15); "
