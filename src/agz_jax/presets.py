@@ -44,7 +44,7 @@ PRESETS: dict[str, Config] = {
     ),
     # The default of `make selfplay`: the paper's net and Double Networks on a
     # 9x9 board, with Gumbel search (its improved-policy targets need far fewer
-    # simulations than PUCT's visit counts); about 15 minutes on 2 CPU cores.
+    # simulations than PUCT's visit counts); about 4 minutes on 2 CPU cores.
     "cpu": Config(
         iterations=30,
         game=GameConfig(size=9),
