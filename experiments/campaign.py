@@ -47,7 +47,8 @@ def iteration_lines(run_dir: Path, through: int | None = None) -> list[dict]:
 
 def run_summary(run_dir: Path, device: str, iterations: list[dict]) -> dict:
     """One run's line of the ledger, from its config and its ``iteration_lines``
-    ("hours": the iterations' wall time, ``agz_jax.run.wall_seconds``)."""
+    ("hours": the iterations' wall time, ``agz_jax.run.wall_seconds``: without the
+    time the run was stopped, in lines logged since that is measured)."""
     from agz_jax import checkpoint, run
 
     init = run_dir / "init_from.txt"

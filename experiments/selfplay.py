@@ -34,8 +34,10 @@ status 130).
 
 Each iteration's metrics line holds its phases' times and ``time/iteration_s``
 (all of it up to the line) and ``time/previous_checkpoint_s`` (the checkpoint
-written after the previous line); the summary at the end gives self-play's share
-of the iterations' wall time, checkpoints included (``agz_jax.run.ITERATION_S``).
+written after the previous line), all of them wall time less any time the job
+was stopped (kill -STOP, Ctrl-Z), which ``time/stopped_s`` holds; the summary at
+the end gives self-play's share of the iterations' wall time, checkpoints
+included (``agz_jax.run.ITERATION_S``).
 """
 
 from __future__ import annotations
@@ -234,7 +236,7 @@ def run_job(args: argparse.Namespace, config: Config,
 def loop(args, config, comps, state, saver, first: bool, console,
          interrupts: cli.Interrupts | None = None) -> int:
     """The iterations of the main job, from ``state`` (after a resume, or new)."""
-    from agz_jax import parallel, run
+    from agz_jax import clock, parallel, run
 
     run_dir: Path = args.out
     meta = {"config": config.to_dict()}
@@ -265,19 +267,22 @@ def loop(args, config, comps, state, saver, first: bool, console,
             console.print(f"it    0/{config.iterations} | untrained net vs random: "
                           f"search {metrics['eval/vs_random_score']:.2f}, raw policy "
                           f"{metrics['eval/policy_vs_random_score']:.2f}")
+    stopped = clock.stopped()  # STOPPED_S: since the last line (or here)
     games: dict = {}
     if args.save_games > 0:
         comps = record_selfplay(comps, games)
     while int(state.iteration) < config.iterations:
         if interrupts is not None:
             interrupts.check()
-        t0 = time.perf_counter()
+        t0 = clock.running()
         state, metrics = run.run_iteration(comps, state)
         it = int(state.iteration)
         if games:
             save_games(run_dir / "games", it, games.pop("moves"), config.game.size,
                        args.save_games)
-        metrics[run.ITERATION_S] = time.perf_counter() - t0
+        metrics[run.ITERATION_S] = clock.running() - t0
+        metrics[run.STOPPED_S] = clock.stopped() - stopped
+        stopped += metrics[run.STOPPED_S]
         if checkpoint_s is not None:
             metrics[run.PREVIOUS_CHECKPOINT_S] = checkpoint_s
         # The line before the checkpoint: see run.PREVIOUS_CHECKPOINT_S.

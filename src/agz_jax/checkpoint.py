@@ -23,13 +23,13 @@ import contextlib
 import json
 import logging
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
 
+from agz_jax import clock
 from agz_jax.config import Config, ConfigError
 
 SET_ASIDE = "damaged"  # RUN_DIR/damaged/<step>: checkpoints moved out of the way
@@ -171,17 +171,17 @@ class Saver:
         self._mngr = _manager(run_dir, asynchronous=asynchronous, keep_every=keep_every)
 
     def save(self, step: int, state: Any, meta: dict) -> float:
-        t0 = time.perf_counter()
+        t0 = clock.running()
         self._mngr.save(step, args=ocp.args.Composite(
             state=ocp.args.StandardSave(_on_disk(state)), meta=ocp.args.JsonSave(meta)))
         if not self.asynchronous:
             self._mngr.wait_until_finished()
-        return time.perf_counter() - t0
+        return clock.running() - t0
 
     def wait(self) -> float:
-        t0 = time.perf_counter()
+        t0 = clock.running()
         self._mngr.wait_until_finished()
-        return time.perf_counter() - t0
+        return clock.running() - t0
 
     def close(self) -> None:
         self._mngr.close()

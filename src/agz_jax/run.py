@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -32,7 +31,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax import arena, parallel, replay
+from agz_jax import arena, clock, parallel, replay
 from agz_jax.config import Config
 from agz_jax.gomoku import Rules
 from agz_jax.networks import Networks, make_networks
@@ -159,7 +158,7 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
     metrics: dict[str, float] = {}
     it = int(state.iteration) + 1
 
-    t0 = time.perf_counter()
+    t0 = clock.running()
     slots = state.slots
     if config.selfplay.continuous:
         slots, buffer, stats, _ = comps.selfplay(state.best, slots, state.replay, k_play)
@@ -167,11 +166,11 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
     else:
         traj, final, stats = comps.selfplay(state.best, k_play)
         stats = jax.device_get(stats)
-    t_play = time.perf_counter() - t0
+    t_play = clock.running() - t0
     metrics.update(selfplay_metrics(config, stats, t_play))
     if not config.selfplay.continuous:
         buffer = comps.ingest(state.replay, traj, final)
-    t0 = time.perf_counter()
+    t0 = clock.running()
     trained = bool(np.all(np.asarray(buffer.size) >= config.train.min_replay))
     train_state = state.train
     if trained:
@@ -185,7 +184,7 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
             if i == 0:
                 first = m
         metrics.update(train_metrics(first, m))
-    metrics["time/train_s"] = time.perf_counter() - t0
+    metrics["time/train_s"] = clock.running() - t0
     metrics["train/trained"] = float(trained)
     metrics["replay/size"] = float(np.min(np.asarray(buffer.size)))
 
@@ -193,9 +192,9 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
     if not config.gating.enabled:
         best = train_state.variables
     elif trained and it % config.gating.every == 0:
-        t0 = time.perf_counter()
+        t0 = clock.running()
         result = arena.score(comps.gate(train_state.variables, state.best, k_gate))
-        metrics["time/gating_s"] = time.perf_counter() - t0
+        metrics["time/gating_s"] = clock.running() - t0
         accepted = result.score >= config.gating.threshold
         metrics["gating/score"] = result.score
         metrics["gating/accepted"] = float(accepted)
@@ -236,7 +235,7 @@ def train_metrics(first: dict, last: dict) -> dict:
 
 def evaluate(comps: Components, variables, key) -> dict:
     """Match metrics of ``variables`` against a uniformly random player."""
-    t0 = time.perf_counter()
+    t0 = clock.running()
     with_search, raw = comps.evaluate(variables, key)
     metrics = {}
     for name, result in (("vs_random", with_search), ("policy_vs_random", raw)):
@@ -245,7 +244,7 @@ def evaluate(comps: Components, variables, key) -> dict:
         metrics[f"eval/{name}_low"] = s.low
         metrics[f"eval/{name}_wins"] = float(s.wins)
         metrics[f"eval/{name}_games"] = float(s.games)
-    metrics["time/eval_s"] = time.perf_counter() - t0
+    metrics["time/eval_s"] = clock.running() - t0
     return metrics
 
 
@@ -265,9 +264,11 @@ def params_hash(state: RunState) -> str:
     return h.hexdigest()
 
 
-# The main job's loop (experiments/selfplay.py) adds two timings to iteration i's
-# metrics line. ITERATION_S: the wall time from the start of iteration i to its
-# line (every phase and the host's work between them). PREVIOUS_CHECKPOINT_S: the
+# The main job's loop (experiments/selfplay.py) adds three timings to iteration i's
+# metrics line. Every time here is running time (``agz_jax.clock``): wall time less
+# any time the process was stopped (kill -STOP, Ctrl-Z), which STOPPED_S logs
+# apart. ITERATION_S: the running time from the start of iteration i to its line
+# (every phase and the host's work between them). PREVIOUS_CHECKPOINT_S: the
 # seconds the loop spent on checkpoint i-1, which it saves after line i-1 (absent
 # when this process saved none before iteration i: a resumed run's first line).
 # Iteration i's own checkpoint cannot be in its line: the line is written before
@@ -278,10 +279,12 @@ def params_hash(state: RunState) -> str:
 # from the end of line i-1 to line i.
 ITERATION_S = "time/iteration_s"
 PREVIOUS_CHECKPOINT_S = "time/previous_checkpoint_s"
+STOPPED_S = "time/stopped_s"  # in none of the times above (0.0 when it ran throughout)
 
 
 def wall_seconds(line: dict) -> float:
-    """A metrics line's wall time: ``time/iteration_s`` plus
+    """A metrics line's wall time, stops left out (lines logged before 2026-11-27's
+    session 37 include them): ``time/iteration_s`` plus
     ``time/previous_checkpoint_s`` where the main job logged them, else (older
     logs, iteration 0's evaluation, other loops) the sum of the phases'
     ``time/*_s``."""

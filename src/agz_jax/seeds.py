@@ -43,14 +43,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax import arena, run
+from agz_jax import arena, clock, run
 from agz_jax.config import Config, ConfigError
 from agz_jax.run import RunState
 
@@ -165,15 +164,15 @@ def run_iteration(group: Group, state: RunState) -> tuple[RunState, list[dict]]:
     metrics: list[dict[str, float]] = [{} for _ in range(n)]
     it = int(np.asarray(state.iteration)[0]) + 1
 
-    t0 = time.perf_counter()
+    t0 = clock.running()
     traj, final, stats = group.selfplay(state.best, k_play)
     stats = jax.device_get(stats)
-    t_play = time.perf_counter() - t0
+    t_play = clock.running() - t0
     for i, m in enumerate(metrics):
         m.update(run.selfplay_metrics(config, unstack(stats, i), t_play))
 
     buffer = group.ingest(state.replay, traj, final)
-    t0 = time.perf_counter()
+    t0 = clock.running()
     sizes = np.asarray(buffer.size)  # [S, rings]
     trained = np.all(sizes >= config.train.min_replay, axis=1)
     train_state = state.train
@@ -187,7 +186,7 @@ def run_iteration(group: Group, state: RunState) -> tuple[RunState, list[dict]]:
         train_state = group.select(jnp.asarray(trained), train_state, state.train)
         for i in np.flatnonzero(trained):
             metrics[i].update(run.train_metrics(unstack(first, i), unstack(last, i)))
-    t_train = time.perf_counter() - t0
+    t_train = clock.running() - t0
     for i, m in enumerate(metrics):
         m["time/train_s"] = t_train
         m["train/trained"] = float(trained[i])
@@ -197,9 +196,9 @@ def run_iteration(group: Group, state: RunState) -> tuple[RunState, list[dict]]:
     if not config.gating.enabled:
         best = train_state.variables
     elif trained.any() and it % config.gating.every == 0:
-        t0 = time.perf_counter()
+        t0 = clock.running()
         result = jax.device_get(group.gate(train_state.variables, state.best, k_gate))
-        t_gate = time.perf_counter() - t0
+        t_gate = clock.running() - t0
         accepted = np.zeros(n, bool)
         for i in np.flatnonzero(trained):
             score = arena.score(unstack(result, i))
@@ -221,9 +220,9 @@ def run_iteration(group: Group, state: RunState) -> tuple[RunState, list[dict]]:
 def evaluate(group: Group, variables, keys: jax.Array) -> list[dict]:
     """Each seed's ``run.evaluate`` metrics against a uniformly random player
     (``time/eval_s`` is the group's)."""
-    t0 = time.perf_counter()
+    t0 = clock.running()
     results = jax.device_get(group.evaluate(variables, keys))
-    elapsed = time.perf_counter() - t0
+    elapsed = clock.running() - t0
     out = []
     for i in range(len(group.seeds)):
         # run.evaluate's metrics of this seed's results (already played, so its

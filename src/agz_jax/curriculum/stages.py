@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax import arena, checkpoint, models, replay, run, supervised, train
+from agz_jax import arena, checkpoint, clock, models, replay, run, supervised, train
 from agz_jax.config import Config, ConfigError
 from agz_jax.curriculum import basic_rules, imitation
 from agz_jax.mentor import Mentor
@@ -88,7 +87,7 @@ def basic_stage(config: Config, log: Log | None = None) -> Stage:
 
     def stage(state: TrainState, key: jax.Array):
         k_gen, k_train = jax.random.split(key)
-        t0 = time.perf_counter()
+        t0 = clock.running()
         # one call (one compilation) for the training and the held-out positions
         everything = basic_rules.generate(rules, k_gen, cfg.num_positions + cfg.held_out,
                                           features=config.features)
@@ -96,10 +95,10 @@ def basic_stage(config: Config, log: Log | None = None) -> Stage:
         held = jax.device_get(jax.tree.map(lambda x: x[cfg.num_positions:], everything))
         buffer = replay.init_for(comps.nets, rules, cfg.num_positions)
         buffer = add(buffer, examples)
-        t_gen = time.perf_counter() - t0
-        t0 = time.perf_counter()
+        t_gen = clock.running() - t0
+        t0 = clock.running()
         state, train_metrics = sgd(config, state, buffer, k_train, cfg.steps)
-        t_train = time.perf_counter() - t0
+        t_train = clock.running() - t0
         metrics = {"basic/positions": float(np.sum(np.asarray(buffer.size))),
                    "time/generate_s": t_gen, "time/train_s": t_train,
                    **{f"train/{k}": v for k, v in train_metrics.items()},
@@ -199,14 +198,14 @@ def imitate_stage(config: Config, log: Log | None = None, rounds_dir: Path | Non
                 return state, metrics
         for r in range(start, cfg.rounds):
             k_games, k_split, k_train, k_eval = jax.random.split(jax.random.fold_in(key, r), 4)
-            t0 = time.perf_counter()
+            t0 = clock.running()
             g = jax.block_until_ready(games(k_games))
-            t_games = time.perf_counter() - t0
+            t_games = clock.running() - t0
             train_mask, held_mask = supervised.split_by_game(g.game, cfg.held_out, k_split)
             buffer = add(buffer, imitation.mask_examples(g.examples, jnp.asarray(train_mask)))
-            t0 = time.perf_counter()
+            t0 = clock.running()
             state, train_metrics = sgd(config, state, buffer, k_train, cfg.steps_per_round)
-            t_train = time.perf_counter() - t0
+            t_train = clock.running() - t0
             metrics = {
                 "imitate/round": float(r + 1),
                 "imitate/mentor_games": float(cfg.num_games),
@@ -219,11 +218,11 @@ def imitate_stage(config: Config, log: Log | None = None, rounds_dir: Path | Non
                 **held_out_imitation(nets, state.variables, g, np.asarray(held_mask)),
             }
             if cfg.eval_games:
-                t0 = time.perf_counter()
+                t0 = clock.running()
                 s = arena.score(match(state.variables, k_eval))
                 metrics.update({"imitate/vs_mentor_score": s.score,
                                 "imitate/vs_mentor_low": s.low,
-                                "time/eval_s": time.perf_counter() - t0})
+                                "time/eval_s": clock.running() - t0})
             reached = bool(cfg.eval_games) and (
                 metrics["imitate/vs_mentor_score"] >= cfg.target_score)
             if rounds_dir is not None:
@@ -340,11 +339,11 @@ def run_curriculum(config: Config, run_dir: Path, init_variables=None,
             continue
         say(f"stage {i + 1}/{len(stages)}: {name}")
         stage = make_stage(name, config, run_dir, log, say, index=i)
-        t0 = time.perf_counter()
+        t0 = clock.running()
         state, metrics = stage(fresh_train_state(config.train, variables),
                                stage_key(config, i))
         variables = jax.device_get(state.variables)
-        metrics["time/stage_s"] = time.perf_counter() - t0
+        metrics["time/stage_s"] = clock.running() - t0
         models.save(run_dir / "stages" / f"{i}-{name}", config, variables)
         models.save(run_dir, config, variables)
         done.append(name)
