@@ -63,6 +63,8 @@ def run_summary(run_dir: Path, device: str, iterations: list[dict]) -> dict:
         "positions": int(sum(m.get("selfplay/moves", 0) for m in iterations)),
         "accepted": int(sum(m.get("gating/accepted", 0) for m in iterations)),
         "hours": seconds / 3600,
+        # Left out of "hours" (agz_jax.clock); lines logged before session 37 have none.
+        "stopped_hours": sum(m.get(run.STOPPED_S, 0.0) for m in iterations) / 3600,
         "black_wins_last": iterations[-1].get("selfplay/black_wins") if iterations else None,
         "exported": time.strftime("%Y-%m-%d %H:%M"),
     }
@@ -224,8 +226,10 @@ def main(argv: list[str] | None = None) -> int:
               "(python -m experiments.campaign export RUN)", file=sys.stderr)
         return 2
     for r in ledger:
+        stopped = r.get("stopped_hours", 0.0)
         print(f"{r['run']:>16}  {r['device']}  {r['iterations']:>4} iterations  "
-              f"{r['games']:>7} games  {r['hours']:6.2f} h  from {r['init_from']}")
+              f"{r['games']:>7} games  {r['hours']:6.2f} h  from {r['init_from']}"
+              + (f"  (and {stopped:.2f} h stopped, not counted)" if stopped else ""))
     t = totals(ledger)
     print(f"total: {t['runs']} runs, {t['iterations']} iterations, {t['games']} games, "
           f"{t['positions']} positions, {t['cpu_hours']:.2f} CPU-hours, "

@@ -35,7 +35,7 @@ def tiny_run(run_dir, iterations, **overrides):
     return state
 
 
-def test_export_twice_replaces_the_runs_line_and_totals_add_up(tmp_path):
+def test_export_twice_replaces_the_runs_line_and_totals_add_up(tmp_path, capsys):
     run_dir, model_dir = tmp_path / "runs" / "c1", tmp_path / "campaign"
     tiny_run(run_dir, 1)
     assert campaign.main(["export", str(run_dir), "--to", str(model_dir)]) == 0
@@ -45,6 +45,10 @@ def test_export_twice_replaces_the_runs_line_and_totals_add_up(tmp_path):
     # and the resume plays it again, so the ledger does not count it yet.
     with (run_dir / "metrics.jsonl").open("a") as f:
         f.write(json.dumps({**metrics[-1], "iteration": 3, "selfplay/games": 1000}) + "\n")
+    # Iteration 2 was stopped for half an hour (kill -STOP): logged apart, not counted.
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    lines[1] = json.dumps({**json.loads(lines[1]), run.STOPPED_S: 1800.0})
+    (run_dir / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     assert campaign.main(["export", str(run_dir), "--to", str(model_dir),
                           "--device", "gpu"]) == 0
     ledger = json.loads((model_dir / campaign.LEDGER).read_text())
@@ -53,6 +57,11 @@ def test_export_twice_replaces_the_runs_line_and_totals_add_up(tmp_path):
     assert line["games"] == sum(int(m["selfplay/games"]) for m in metrics)
     assert line["positions"] == 2 * 2 * 8  # slots x steps x iterations
     assert line["init_from"] == "models/somewhere" and line["device"] == "gpu"
+    assert line["stopped_hours"] == 0.5
+    assert line["hours"] == pytest.approx(sum(run.wall_seconds(m) for m in metrics) / 3600)
+    capsys.readouterr()
+    assert campaign.main(["status", "--model", str(model_dir)]) == 0
+    assert "(and 0.50 h stopped, not counted)" in capsys.readouterr().out
     assert ledger["totals"]["gpu_minutes"] > 0 and ledger["totals"]["cpu_hours"] == 0
     model = models.load(model_dir)
     for a, b in zip(*(jax_leaves(v) for v in (model.variables, state.best)), strict=True):

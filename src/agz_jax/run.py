@@ -287,10 +287,11 @@ def wall_seconds(line: dict) -> float:
     session 37 include them): ``time/iteration_s`` plus
     ``time/previous_checkpoint_s`` where the main job logged them, else (older
     logs, iteration 0's evaluation, other loops) the sum of the phases'
-    ``time/*_s``."""
+    ``time/*_s`` (``time/stopped_s`` left out)."""
     if ITERATION_S in line:
         return line[ITERATION_S] + line.get(PREVIOUS_CHECKPOINT_S, 0.0)
-    return sum(v for k, v in line.items() if k.startswith("time/") and k.endswith("_s"))
+    return sum(v for k, v in line.items()
+               if k.startswith("time/") and k.endswith("_s") and k != STOPPED_S)
 
 
 def selfplay_share(lines: list[dict]) -> float | None:
