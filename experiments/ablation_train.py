@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from agz_jax import clock
 from agz_jax.presets import get_preset
 from experiments.ablation_matches import play_missing
 from experiments.ablation_store import index_run, run_dir, write_json
@@ -104,10 +105,10 @@ def run_curriculum(plan, arm, seed: int, cdir: Path, verbose: bool, say) -> dict
     argv = (["--out", str(cdir), "--resume"] if (cdir / "config.json").exists()
             else curriculum_flags(plan, arm, seed, cdir))
     say(f"  curriculum ({','.join(config.curriculum.stages)}) in {cdir}")
-    c0, w0 = time.process_time(), time.perf_counter()
+    c0, w0 = time.process_time(), clock.running()
     call(curriculum.main, argv, verbose)
     cost["cpu_s"] += time.process_time() - c0
-    cost["wall_s"] += time.perf_counter() - w0
+    cost["wall_s"] += clock.running() - w0
     cost["open"] = False
     write_json(cost_path, cost)
     say(f"  curriculum done: {cost['cpu_s']:.0f} CPU-s, {cost['wall_s']:.0f} s")
@@ -190,7 +191,7 @@ def train_run(plan, arm, seed: int, out: Path, index: dict, state: dict, verbose
         return
     rdir = run_dir(out, arm.name, seed)
     sdir = rdir / "selfplay"
-    t0 = time.perf_counter()
+    t0 = clock.running()
     say(f"[{arm.name} seed {seed}] {plan.iterations(arm)} iterations, snapshots at "
         f"{plan.snapshots(arm)}")
     cpu0 = wall0 = 0.0
@@ -217,8 +218,8 @@ def train_run(plan, arm, seed: int, out: Path, index: dict, state: dict, verbose
             "cpu_s": cpu0 + cpu, "wall_s": wall0 + wall, "final": it == last,
             "model": str(snap.relative_to(out)),
             "player": ablation.player_name(arm.name, seed, equivalents)})
-        entry["wall_s"] += time.perf_counter() - t0
-        t0 = time.perf_counter()
+        entry["wall_s"] += clock.running() - t0
+        t0 = clock.running()
         write_json(out / "index.json", index)
         state["dirty"] = True
         say(f"  snapshot it{it}: {games} self-play games, {(cpu0 + cpu) / 3600:.3f} CPU-h")
@@ -232,7 +233,7 @@ def train_run(plan, arm, seed: int, out: Path, index: dict, state: dict, verbose
                        {"arm": arm.name, "cpu_s": entry["snapshots"][-1]["cpu_s"],
                         "curriculum": entry["curriculum"]})
     entry["done"] = True
-    entry["wall_s"] += time.perf_counter() - t0
+    entry["wall_s"] += clock.running() - t0
     write_json(out / "index.json", index)
     say(f"[{arm.name} seed {seed}] done: {entry['snapshots'][-1]['cpu_s'] / 3600:.2f} CPU-h, "
         f"{entry['wall_s'] / 3600:.2f} h wall with its matches")

@@ -203,7 +203,7 @@ def shown(path: Path) -> str:
 
 def selfplay_progress(run_dir: Path, iteration: int) -> dict | None:
     """A self-play run's progress through ``iteration``: its cumulative
-    ``selfplay/games`` and wall time (``agz_jax.run.wall_seconds``: the whole
+    ``selfplay/games`` and wall time (``agz_jax.run.wall_seconds``, stops left out: the whole
     iterations, checkpoints included, where logged, else the sum of every
     ``time/*_s``, self-play, training, gating and evaluation; in hours), from
     its metrics.jsonl (the

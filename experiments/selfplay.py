@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import time
 from pathlib import Path
 
 from agz_jax import cli
@@ -113,6 +112,8 @@ def fmt_line(it: int, total: int, m: dict) -> str:
     if "eval/vs_random_score" in m:
         parts.append(f"vs random: search {m['eval/vs_random_score']:.2f}, "
                      f"raw {m['eval/policy_vs_random_score']:.2f}")
+    if m.get("time/stopped_s", 0.0) >= 1.0:  # agz_jax.clock: shown, so it is not missed
+        parts.append(f"stopped {m['time/stopped_s']:.0f} s")
     return " | ".join(parts)
 
 
@@ -246,6 +247,7 @@ def loop(args, config, comps, state, saver, first: bool, console,
     # Seconds spent on the last checkpoint, logged in the next iteration's line
     # (run.PREVIOUS_CHECKPOINT_S says why there); None until this process saves one.
     checkpoint_s = None
+    stopped = clock.stopped()  # run.STOPPED_S: the stops since the last line (or here)
     if first:
         with uncut():
             checkpoint_s = saver.save(0, state, {"iteration": 0, **meta})
@@ -257,7 +259,7 @@ def loop(args, config, comps, state, saver, first: bool, console,
                       " pass --iterations N to extend it)")
         print_params_hash(run, state)
         return 0
-    start = time.perf_counter()
+    start = clock.running()
     # Every process must make the same (collective) calls: process 0 decides.
     if parallel.agree(int(state.iteration) == 0 and bool(config.eval.every)
                       and not log.read()):
@@ -267,7 +269,6 @@ def loop(args, config, comps, state, saver, first: bool, console,
             console.print(f"it    0/{config.iterations} | untrained net vs random: "
                           f"search {metrics['eval/vs_random_score']:.2f}, raw policy "
                           f"{metrics['eval/policy_vs_random_score']:.2f}")
-    stopped = clock.stopped()  # STOPPED_S: since the last line (or here)
     games: dict = {}
     if args.save_games > 0:
         comps = record_selfplay(comps, games)
@@ -296,7 +297,7 @@ def loop(args, config, comps, state, saver, first: bool, console,
     log.close()
 
     history = log.read()
-    wall = time.perf_counter() - start
+    wall = clock.running() - start
     console.print(summary(history, wall, run_dir, last_checkpoint_s=checkpoint_s))
     print_params_hash(run, state)
     return 0

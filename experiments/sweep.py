@@ -38,9 +38,9 @@ import json
 import re
 import shlex
 import sys
-import time
 from pathlib import Path
 
+from agz_jax import clock
 from agz_jax.config import ConfigError
 from agz_jax.presets import PRESETS, get_preset
 
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         resume = (run_dir / "checkpoints").is_dir()
         run_flags = ["--out", str(run_dir), "--resume", "--quiet"] if resume else flags
-        t0 = time.perf_counter()
+        t0 = clock.running()
         tee = Tee(sys.stdout, quiet=not args.verbose)
         with contextlib.redirect_stdout(tee):
             rc = selfplay.main(run_flags)
@@ -148,9 +148,9 @@ def main(argv: list[str] | None = None) -> int:
         if rc != 0 or not found:
             print(f"{name}: failed (exit {rc})\n{out[-3000:]}", file=sys.stderr)
             return 1
-        rec = sweep.write_record(r, run_dir, found.group(1), time.perf_counter() - t0)
+        rec = sweep.write_record(r, run_dir, found.group(1), clock.running() - t0)
         records[run_dir] = rec
-        print(f"{name}: {'resumed, ' if resume else ''}{time.perf_counter() - t0:.0f} s"
+        print(f"{name}: {'resumed, ' if resume else ''}{clock.running() - t0:.0f} s"
               f"{shown(rec['final'], args.strength)}", flush=True)
     return report(runs, records, args)
 
@@ -241,7 +241,7 @@ def run_vmapped(plans, args) -> dict[Path, dict]:
         config = todo[0].config
         name = (f"[setting {number}/{len(settings)}] {todo[0].label} seeds "
                 f"{','.join(str(r.seed) for r in todo)} (vmapped)")
-        t0 = time.perf_counter()
+        t0 = clock.running()
         group_seeds = seeds.build(config, [r.seed for r in todo], int(args.vmap_max_gb * 1024**3))
         start = resume_step(dirs)
         state = seeds.init_state(group_seeds)
@@ -272,7 +272,7 @@ def run_vmapped(plans, args) -> dict[Path, dict]:
                 print(f"{name}: " + "; ".join(
                     f"seed {r.seed} {selfplay.fmt_line(it, config.iterations, m)}"
                     for r, m in zip(todo, metrics, strict=True)), flush=True)
-        wall = time.perf_counter() - t0
+        wall = clock.running() - t0
         for i, (r, d, log) in enumerate(zip(todo, dirs, logs, strict=True)):
             log.close()
             rec = sweep.write_record(r, d, run.params_hash(seeds.unstack(state, i)), wall,

@@ -8,14 +8,20 @@ iterations with ``running()`` instead, and logs the stopped seconds apart
 (``run.STOPPED_S``).
 
 A stopped process runs no code, so a stop can only be seen afterwards: a
-daemon thread looks at the clocks every ``PERIOD`` seconds, and when two looks
-(by that thread or by any caller of ``running``) are more than ``GAP`` seconds
-apart, the part of the gap in which the process used no CPU time is counted as
-stopped. The CPU time tells a stop from a busy process whose watch thread
-waited for the GIL: that process was computing. (``time.perf_counter``
-already leaves out a suspended machine's sleep on Linux.) A process that got
-no core for ``GAP`` seconds on an overloaded machine is counted as stopped for
-that while, which it was in effect.
+daemon thread looks at the clocks every ``PERIOD`` seconds, and two looks (by
+that thread or by any caller of ``running``) more than ``GAP`` seconds apart
+mean the process did not run in between, all but about one period of it, if
+the process used less CPU time in the gap than one thread busy throughout
+would have. That tells a stop from a busy process whose watch thread waited
+for the GIL: a thread held it, computing. (``time.perf_counter`` already
+leaves out a suspended machine's sleep on Linux.) Two cases are counted
+wrongly: a stop no longer than the CPU time the process's threads used in the
+moments around it (a few seconds, on many busy cores) is not counted, and a
+thread that held the GIL for ``GAP`` seconds while blocked without computing
+would be counted as stopped. The main job prints the stopped seconds on its iteration's line,
+so that neither goes unseen. In a run of several processes each has its own
+watch and process 0 logs its own: a stop of another process is time process 0
+waited, and counts as running.
 """
 
 from __future__ import annotations
@@ -48,8 +54,8 @@ class StopWatch:
         with self._lock:
             now, cpu = self._clock(), self._cpu()
             gap = now - self._last
-            if gap > self.gap:
-                self._stopped += max(0.0, gap - self.period - (cpu - self._last_cpu))
+            if gap > self.gap and cpu - self._last_cpu < gap - self.period:
+                self._stopped += gap - self.period
             self._last, self._last_cpu = now, cpu
             return now, self._stopped
 

@@ -214,7 +214,8 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
 
 def selfplay_metrics(config: Config, stats: dict, seconds: float) -> dict:
     """``selfplay/*``, ``speed/*`` and ``time/selfplay_s`` of one run's self-play
-    phase (``stats``: its scalars on the host; ``seconds``: the phase's wall time)."""
+    phase (``stats``: its scalars on the host; ``seconds``: the phase's running
+    time, ``agz_jax.clock``)."""
     moves, searched = int(stats["moves"]), int(stats["searched"])
     return {**{f"selfplay/{k}": float(v) for k, v in stats.items()},
             "selfplay/wasted": 1.0 - moves / max(searched, 1),
