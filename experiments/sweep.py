@@ -148,9 +148,10 @@ def main(argv: list[str] | None = None) -> int:
         if rc != 0 or not found:
             print(f"{name}: failed (exit {rc})\n{out[-3000:]}", file=sys.stderr)
             return 1
-        rec = sweep.write_record(r, run_dir, found.group(1), clock.running() - t0)
+        wall = clock.running() - t0
+        rec = sweep.write_record(r, run_dir, found.group(1), wall)
         records[run_dir] = rec
-        print(f"{name}: {'resumed, ' if resume else ''}{clock.running() - t0:.0f} s"
+        print(f"{name}: {'resumed, ' if resume else ''}{wall:.0f} s"
               f"{shown(rec['final'], args.strength)}", flush=True)
     return report(runs, records, args)
 

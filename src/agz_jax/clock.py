@@ -18,8 +18,8 @@ leaves out a suspended machine's sleep on Linux.) Two cases are counted
 wrongly: a stop no longer than the CPU time the process's threads used in the
 moments around it (a few seconds, on many busy cores) is not counted, and a
 thread that held the GIL for ``GAP`` seconds while blocked without computing
-would be counted as stopped. The main job prints the stopped seconds on its iteration's line,
-so that neither goes unseen. In a run of several processes each has its own
+would be counted as stopped. The main job prints the stopped seconds on its
+iteration's line, so that neither goes unseen. In a run of several processes each has its own
 watch and process 0 logs its own: a stop of another process is time process 0
 waited, and counts as running.
 """
