@@ -41,7 +41,25 @@ COMMAND = cli.RunCommand(
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
     """(args, config); ConfigError (one line) for any mistake, before anything compiles."""
-    return cli.parse_run(COMMAND, argv)
+    args, config = cli.parse_run(COMMAND, argv)
+    check_run_dir(args.out)
+    return args, config
+
+
+def check_run_dir(out: Path) -> None:
+    """ConfigError (one line) for an ``--out`` that holds a self-play run or a model
+    and no curriculum: the stages would be added to it (and its metrics.jsonl)."""
+    # A curriculum killed before its curriculum.json (or just after it wrote its nets)
+    # has the directories of its stages.
+    if any((out / name).exists() for name in ("curriculum.json", "stages", "rounds", "selfplay")):
+        return
+    if (out / "checkpoints").is_dir():
+        raise ConfigError(f"--out {out} holds a self-play run, not a curriculum: give a new "
+                          f"directory (python -m experiments.selfplay --out {out} --resume "
+                          f"continues the run; --init-from {out} starts from its nets)")
+    if (out / "variables.msgpack").exists():
+        raise ConfigError(f"--out {out} holds a model, not a curriculum: give a new directory "
+                          f"(--init-from {out} starts from its nets)")
 
 
 def main(argv: list[str] | None = None) -> int:

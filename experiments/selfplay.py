@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import sys
 from pathlib import Path
 
@@ -78,6 +79,10 @@ COMMAND = cli.RunCommand(
 def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
     """(args, config); ConfigError (one line) for any mistake, before anything compiles."""
     args, config = cli.parse_run(COMMAND, argv)
+    if args.save_games < 0:
+        raise ConfigError(f"--save-games must be an integer >= 0 (the games of each iteration "
+                          f"to save; 0 saves none), got {args.save_games}")
+    check_run_dir(args.out, args.resume)
     if args.init_from is not None:
         if args.resume:
             raise ConfigError("--init-from starts a new run; it cannot go with --resume")
@@ -92,6 +97,45 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
 
     args.hosts = parallel.hosts_from(args.coordinator, args.num_processes, args.process_id)
     return args, config
+
+
+def check_run_dir(out: Path, resume: bool) -> None:
+    """ConfigError (one line) for an ``--out`` that holds something other than a run
+    of this command: a model or a curriculum, whose ``config.json`` a new run would
+    overwrite, or another ``config.json`` or ``metrics.jsonl``. A run killed before
+    its first checkpoint (its ``config.json``, no checkpoint) may start again."""
+    from agz_jax import checkpoint, models
+
+    new = "give a new directory for the run"
+    # A curriculum killed in its first stage has no curriculum.json yet.
+    curriculum = [name for name in ("curriculum.json", "stages", "rounds", "selfplay")
+                  if (out / name).exists() and (name == "curriculum.json"
+                                                or (out / "config.json").exists())]
+    if curriculum:
+        raise ConfigError(f"--out {out} holds a curriculum ({curriculum[0]}), not a self-play "
+                          f"run: {new} (--init-from {out} starts from its nets)")
+    if (out / models.VARIABLES_FILE).exists():
+        raise ConfigError(f"--out {out} holds a model ({models.VARIABLES_FILE}), not a "
+                          f"self-play run: {new} (--init-from {out} starts from its nets)")
+    if not resume and (out / "config.json").exists():
+        try:
+            checkpoint.read_config(out)
+        except checkpoint.CheckpointError as e:
+            raise ConfigError(f"--out {out} holds no self-play run ({e}): {new}") from None
+    metrics = out / "metrics.jsonl"
+    if metrics.exists():
+        if not (out / "config.json").exists():
+            raise ConfigError(f"--out {out} holds a metrics.jsonl but no config.json, not a "
+                              f"self-play run: {new}")
+        try:
+            lines = [json.loads(ln) for ln in metrics.read_text().splitlines() if ln.strip()]
+            ours = all(isinstance(ln, dict) and "iteration" in ln and "stage" not in ln
+                       for ln in lines)
+        except (OSError, ValueError):
+            ours = False
+        if not ours:
+            raise ConfigError(f"{metrics} is not the metrics of a self-play run (each line "
+                              f"an iteration's): {new}")
 
 
 def fmt_line(it: int, total: int, m: dict) -> str:
@@ -159,9 +203,18 @@ def run_job(args: argparse.Namespace, config: Config,
 
     parallel.initialize(args.hosts)  # before anything else touches a device
     run_dir: Path = args.out
-    if not args.resume and checkpoint.latest_step(run_dir) is not None:
+    latest = checkpoint.latest_step(run_dir)
+    if not args.resume and latest is not None:
         print(f"error: {run_dir} already holds a run; pass --resume to continue it "
               "or choose another --out", file=sys.stderr)
+        return 2
+    done = latest if args.resume_from is None else args.resume_from
+    if (args.resume and done is not None and done > config.iterations
+            and config.iterations != checkpoint.read_config(run_dir).iterations):
+        # A run does not shrink: its config.json would say fewer iterations than it holds.
+        print(f"error: --iterations {config.iterations} is fewer than the {done} iterations "
+              f"{run_dir} has finished; give --iterations {done} or more to extend it, "
+              "or leave it out", file=sys.stderr)
         return 2
     parallel.barrier("checked the run directory")  # before process 0 writes to it
 

@@ -314,7 +314,8 @@ def test_checkpoints_from_before_the_slots_field_still_restore(tmp_path):
 
     import orbax.checkpoint as ocp
 
-    config = tiny().replace(**{"selfplay.continuous": False, "replay.capacity": 16})
+    config = tiny().replace(**{"selfplay.continuous": False, "replay.capacity": 16,
+                               "train.min_replay": 16})
     comps = run.build(config)
     state = run.init_state(comps)
     assert state.slots == ()

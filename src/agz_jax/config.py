@@ -73,6 +73,12 @@ class Config:
     def __post_init__(self):
         validate(self, "")
         self.check_algorithm_options()
+        # Each net's buffer holds at most replay.capacity positions: a larger
+        # min_replay would keep the run from ever training.
+        require(self.train.min_replay <= self.replay.capacity, "train.min_replay",
+                f"must be at most replay.capacity ({self.replay.capacity}), or the run never "
+                "trains: lower --train.min-replay or raise --replay.capacity",
+                self.train.min_replay)
         if self.parallel.devices:
             self.check_devices(self.parallel.devices)
         self.opening_set()  # a missing or unfitting file fails here, before compiling
@@ -150,14 +156,20 @@ class Config:
     def check_nets_fit(self, other: Config, name: str) -> None:
         """Nets trained under ``other`` can be loaded into a run of this config:
         same board, rule, architecture and input features (ConfigError naming
-        ``name`` and the first field that differs)."""
+        ``name`` and the first field that differs, and the flags that would fit
+        them all)."""
+        differ = []  # (field, this run's value, theirs)
         for section in ("game", "net", "features"):
             mine, theirs = getattr(self, section), getattr(other, section)
             for f in dataclasses.fields(mine):
                 a, b = getattr(mine, f.name), getattr(theirs, f.name)
                 if a != b:
-                    raise ConfigError(f"{name} has {section}.{f.name} = {b!r}, "
-                                      f"this run needs {a!r}")
+                    differ.append((f"{section}.{f.name}", a, b))
+        if differ:
+            field, a, b = differ[0]
+            flags = " ".join(_flag(f, value) for f, _, value in differ)
+            raise ConfigError(f"{name} has {field} = {b!r}, this run needs {a!r}: "
+                              f"give {flags} or another model")
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
@@ -194,6 +206,14 @@ class Config:
                 raise ConfigError(f"unknown config field {key!r}")
             node[parts[-1]] = value
         return Config.from_dict(d)
+
+
+def _flag(field: str, value) -> str:
+    """The command-line flag that sets ``field`` (``"net.double"``) to ``value``."""
+    section, _, leaf = field.replace("_", "-").rpartition(".")
+    if isinstance(value, bool):
+        return f"--{section}.{leaf}" if value else f"--{section}.no-{leaf}"
+    return f"--{section}.{leaf} {value}"
 
 
 _SECTIONS = {

@@ -84,6 +84,10 @@ def resolve(name_or_path: str | Path) -> Path:
 def read_config(path: Path) -> Config:
     from agz_jax import checkpoint
 
+    if not (path / CONFIG_FILE).exists():  # checkpoint's message speaks of a resume
+        raise ModelError(f"{path / CONFIG_FILE} not found: {path} holds no model or run to "
+                         f"start from; give a model directory, a run directory or a model "
+                         f"name ({', '.join(available()) or 'none'})")
     try:
         return checkpoint.read_config(path)
     except checkpoint.CheckpointError as e:
