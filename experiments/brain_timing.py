@@ -9,9 +9,10 @@ sequence of replies; each reply's wall time is measured from the moment the
 command is written to the moment the move is read. Settings: ``INFO
 timeout_turn T`` for each T of ``--turns``, and one game under
 ``INFO timeout_match`` / ``time_left`` (``--match`` ms for the whole game,
-counted down as the manager would). The ledger (``docs/brain_timing.jsonl``)
-gets, per setting, the mean and largest move time, how many moves went over
-the limit, and the machine's load average while it ran.
+counted down as the manager would). The ledger (``--ledger``, default
+``docs/brain_timing.jsonl``) gets, per setting, the mean and largest move time,
+how many moves went over the limit, and the machine's load average while it
+ran; the report, brain_timing.md, is written beside it.
 """
 
 from __future__ import annotations
@@ -125,7 +126,15 @@ def measure(model: str, turns: list[int], match_ms: float | None, moves: int,
     return rows
 
 
-def report(ledger: Path = LEDGER, out: Path = REPORT) -> str:
+def report_path(ledger: Path) -> Path:
+    """Where the report of ``ledger`` goes: brain_timing.md beside it."""
+    return ledger.parent / REPORT.name
+
+
+def report(ledger: Path = LEDGER, out: Path | None = None) -> str:
+    """Write the table of ``ledger``'s rows to ``out`` (default ``report_path``)
+    and return it."""
+    out = report_path(ledger) if out is None else out
     rows = [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
     lines = ["# pbrain-agz and the clock", "",
              "Move times of the real `pbrain-agz` process, from writing the command to",
@@ -152,19 +161,45 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--match", type=float, default=20000.0, help="timeout_match, ms (0: skip)")
     p.add_argument("--moves", type=int, default=20, help="brain moves per setting")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--ledger", type=Path, default=LEDGER)
-    p.add_argument("--report", action="store_true")
+    p.add_argument("--ledger", type=Path, default=LEDGER,
+                   help=f"the rows, one JSON line each (default {LEDGER.relative_to(ROOT)}); "
+                        f"{REPORT.name} is written beside it")
+    p.add_argument("--report", action="store_true",
+                   help="measure nothing: rewrite the report from the ledger")
     args = p.parse_args(argv)
+    above = next((d for d in args.ledger.parents if d.exists()), None)
+    if args.ledger.is_dir() or (above is not None and not above.is_dir()):
+        print(f"error: --ledger {args.ledger} is not a file path; give a .jsonl file",
+              file=sys.stderr)
+        return 2
+    if report_path(args.ledger).resolve() == args.ledger.resolve():
+        print(f"error: --ledger {args.ledger} is the name of the report written beside it; "
+              "give a .jsonl file", file=sys.stderr)
+        return 2
     if args.report:
+        if not args.ledger.is_file():
+            print(f"error: --ledger {args.ledger} not found; measure first (leave out "
+                  "--report)", file=sys.stderr)
+            return 2
         print(report(args.ledger))
         return 0
     try:
         turns = [int(t) for t in args.turns.split(",") if t]
     except ValueError:
-        p.error(f"--turns wants comma-separated milliseconds, got {args.turns!r}")
+        print(f"error: --turns wants comma-separated milliseconds, got {args.turns!r}",
+              file=sys.stderr)
+        return 2
     if any(t < 0 for t in turns) or args.moves < 1:
-        p.error("--turns must be >= 0 and --moves >= 1")
-    rows = measure(args.model, turns, args.match or None, args.moves, args.seed)
+        print("error: --turns must be >= 0 and --moves >= 1", file=sys.stderr)
+        return 2
+    from agz_jax import models
+
+    try:
+        rows = measure(args.model, turns, args.match or None, args.moves, args.seed)
+    except models.ModelError as e:
+        print(f"error: --model: {e}", file=sys.stderr)
+        return 2
+    args.ledger.parent.mkdir(parents=True, exist_ok=True)
     with args.ledger.open("a") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")

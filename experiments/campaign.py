@@ -1,4 +1,4 @@
-"""The self-play campaign's nets and its compute ledger, kept in the repository.
+r"""The self-play campaign's nets and its compute ledger, kept in the repository.
 
 A campaign is a chain of self-play runs (``python -m experiments.selfplay
 --preset campaign``, on the CPU, or ``--preset gpu`` in a GPU window), each
@@ -11,8 +11,11 @@ records every run's share of the compute:
     python -m experiments.campaign status
 
 ``export`` is idempotent: exporting the same run again (it has gone further)
-replaces that run's line. ``status`` prints the totals: self-play games and
-positions, CPU-hours and GPU-minutes.
+replaces that run's line (runs are named by their directory's name, so a
+different run of a name already in the ledger, one started from another
+``init_from``, is refused). A run whose board, net or input features differ
+from the model's is refused before anything is written. ``status`` prints the
+totals: self-play games and positions, CPU-hours and GPU-minutes.
 
 ``polish`` trains a run's candidate nets (the ones its SGD steps move, not the
 best that the gate kept) some more SGD steps on the replay of one of its
@@ -131,9 +134,16 @@ def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     (the ladder names the player by ``nets.games``)."""
     from agz_jax import models
 
+    check_fits(run_dir, model_dir)
     model = models.load(run_dir)
     iterations = iteration_lines(run_dir, through=model.step)
     line = run_summary(run_dir, device, iterations)
+    same_name = [r for r in read_ledger(model_dir) if r["run"] == line["run"]]
+    if same_name and same_name[0].get("init_from") != line["init_from"]:
+        raise models.ModelError(
+            f"{model_dir / LEDGER} already has a run named {line['run']!r}, started from "
+            f"{same_name[0].get('init_from')}, but {run_dir} started from {line['init_from']}: "
+            "a different run of the same name; rename its directory to export it")
     old_path = model_dir / LEDGER
     old_nets = json.loads(old_path.read_text()).get("nets") if old_path.exists() else None
     models.save(model_dir, model.config, model.variables)
@@ -145,6 +155,27 @@ def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     old_path.write_text(json.dumps({"runs": ledger, "totals": total, "nets": nets},
                                    indent=2) + "\n")
     return line
+
+
+def check_fits(run_dir: Path, model_dir: Path) -> None:
+    """ModelError, naming the first field that differs, unless the run's nets
+    can replace ``model_dir``'s (if it holds a model): the same board, rule,
+    net and input features (``Config.check_nets_fit``'s sections)."""
+    import dataclasses
+
+    from agz_jax import models
+
+    if not (model_dir / models.CONFIG_FILE).exists():
+        return
+    theirs, mine = models.read_config(run_dir), models.read_config(model_dir)
+    for section in ("game", "net", "features"):
+        ours, new = getattr(mine, section), getattr(theirs, section)
+        for f in dataclasses.fields(ours):
+            a, b = getattr(ours, f.name), getattr(new, f.name)
+            if a != b:
+                raise models.ModelError(
+                    f"{run_dir} has {section}.{f.name} = {b!r} but the model in {model_dir} "
+                    f"has {a!r}; export it to another --to")
 
 
 def polish(run_dir: Path, out: Path, steps: int, seed: int, step: int | None = None,
@@ -186,8 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     e = sub.add_parser("export", help="copy a run's best nets into the campaign model")
     e.add_argument("run", type=Path, help="a run directory of experiments.selfplay")
-    e.add_argument("--to", type=Path, default=Path("models/campaign"))
-    e.add_argument("--device", choices=("cpu", "gpu"), default="cpu",
+    e.add_argument("--to", type=Path, default=Path("models/campaign"),
+                   help="the campaign's model directory (default models/campaign)")
+    e.add_argument("--device", choices=("cpu", "gpu"), required=True,
                    help="where the run ran (its hours count as CPU-hours or GPU-minutes)")
     q = sub.add_parser("polish", help="train a run's candidate more steps on its replay, "
                        "into a new model (the run is not changed)")
@@ -204,11 +236,21 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     if args.command == "export":
-        if not (args.run / "metrics.jsonl").is_file():
-            print(f"error: {args.run} holds no self-play run (no metrics.jsonl); give the "
+        from agz_jax import checkpoint, models
+
+        if not (args.run / "config.json").is_file():
+            print(f"error: {args.run} holds no self-play run (no config.json); give the "
                   "--out directory of python -m experiments.selfplay", file=sys.stderr)
             return 2
-        from agz_jax import models
+        if (not (args.run / "metrics.jsonl").is_file()
+                or checkpoint.latest_step(args.run) is None):
+            print(f"error: {args.run} has no finished iteration yet (no checkpoint); export "
+                  "it once its first iteration is saved", file=sys.stderr)
+            return 2
+        if args.to.exists() and not args.to.is_dir():
+            print(f"error: --to {args.to} is not a directory; give the campaign's model "
+                  "directory", file=sys.stderr)
+            return 2
 
         try:
             line = export(args.run, args.to, args.device)
@@ -219,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{line['hours']:.2f} h on {line['device']}) to {args.to}")
         return 0
     if args.command == "polish":
-        return polish_command(p, args)
+        return polish_command(args)
     ledger = read_ledger(args.model)
     if not ledger:
         print(f"error: {args.model / LEDGER} not found: no run exported yet "
@@ -237,14 +279,21 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def polish_command(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def polish_command(args: argparse.Namespace) -> int:
     if args.steps < 1:
-        p.error(f"--steps must be >= 1, got {args.steps}")
+        print(f"error: --steps must be >= 1, got {args.steps}", file=sys.stderr)
+        return 2
     if args.learning_rate is not None and not args.learning_rate > 0:
-        p.error(f"--learning-rate must be > 0, got {args.learning_rate}")
+        print(f"error: --learning-rate must be > 0, got {args.learning_rate}", file=sys.stderr)
+        return 2
     if not (args.run / "config.json").is_file():
         print(f"error: {args.run} holds no self-play run (no config.json); give the "
               "--out directory of python -m experiments.selfplay", file=sys.stderr)
+        return 2
+    parent = next((d for d in args.out.parents if d.exists()), None)
+    if (args.out.exists() and not args.out.is_dir()) or (parent and not parent.is_dir()):
+        print(f"error: --out {args.out} is not a directory; give a new directory for the "
+              "polished model", file=sys.stderr)
         return 2
     if args.out.exists() and any(args.out.iterdir()):
         print(f"error: {args.out} is not empty; give a new directory for the polished model",

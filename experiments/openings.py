@@ -1,7 +1,7 @@
-"""Make a balanced opening set (``agz_jax.openings``) by searching candidate openings.
+r"""Make a balanced opening set (``agz_jax.openings``) by searching candidate openings.
 
     python -m experiments.openings --model curriculum --games 4 --sims 8 \
-        --out src/agz_jax/data/balanced15.txt
+        --out src/agz_jax/data/balanced15.txt --force
 
 The candidates: black's first stone on the centre point, white's and black's
 next stones anywhere in the central ``--box`` x ``--box`` square, one opening
@@ -13,7 +13,8 @@ them. (``--judge value`` uses the search's value for the side to move instead;
 under Winning Value Decay the values of early positions are all near 0, so it
 hardly separates the openings.) The file's header records
 the command, the model and every kept opening's value, so the set can be made
-again and its source is on record.
+again and its source is on record. An existing ``--out`` file is refused,
+before the search, unless ``--force`` is given (then it is replaced).
 
     python -m experiments.openings --check balanced15 --model default --games 2 --sims 32
 
@@ -168,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--count", type=int, default=128, help="keep at most this many")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="the set's file to write")
+    p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.add_argument("--check", metavar="SET", default=None,
                    help="make nothing: black's score over an existing set (see above)")
     args = p.parse_args(argv)
@@ -178,6 +180,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.box < 3 or args.box % 2 == 0:
         print(f"error: --box must be an odd number >= 3, got {args.box}", file=sys.stderr)
         return 2
+    if not args.max_deviation >= 0:
+        print(f"error: --max-deviation must be >= 0, got {args.max_deviation}",
+              file=sys.stderr)
+        return 2
     for name in ("sims", "games", "count"):
         if getattr(args, name) < 1:
             print(f"error: --{name} must be >= 1, got {getattr(args, name)}", file=sys.stderr)
@@ -186,6 +192,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --games must be even (each opening's games are split into two "
               f"halves), got {args.games}", file=sys.stderr)
         return 2
+    if args.out is not None:
+        problem = out_problem(args.out, args.force)
+        if problem:
+            print(f"error: --out {args.out}: {problem}", file=sys.stderr)
+            return 2
 
     from agz_jax import models, openings
 
@@ -197,6 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     size = config.game.size
     if args.check is not None:
         return check(args, size, config.decay.gamma)
+    largest = 2 * ((size - 1) // 2) + 1  # the largest centred square on the board
+    if args.box > largest:
+        print(f"error: --box {args.box} does not fit the {size}x{size} board of {args.model!r};"
+              f" give an odd --box from 3 to {largest}", file=sys.stderr)
+        return 2
     moves = candidates(size, args.box)
     if args.judge == "selfplay":
         score, _, _ = selfplay_scores(args.model, moves, args.games, args.sims, args.seed)
@@ -216,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     command = "python -m experiments.openings " + " ".join(argv if argv is not None
                                                             else sys.argv[1:])
-    header = (f"Balanced 3-stone openings for {size}x{size} freestyle (black, white, black;\n"
+    header = (f"Balanced 3-stone openings for {size}x{size} {config.game.rule} (black, white, "
+              "black;\n"
               f"white to move). Made by: {command}\n"
               f"Candidates: black on the centre, two stones in the central {args.box}x{args.box}"
               f" square, one per symmetry class ({len(moves)}).\n"
@@ -229,6 +246,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(keep)} of {len(moves)} candidate openings kept; their mean "
           f"{score[keep].mean():.3f}, all candidates' {score.mean():.3f}; wrote {args.out}")
     return 0
+
+
+def out_problem(out: Path, force: bool) -> str | None:
+    """What stops writing the set to ``out`` (None if nothing): a directory, an
+    existing file without ``force``, or a file where a parent directory goes."""
+    if out.is_dir():
+        return "is a directory; give a file name"
+    if out.exists() and not force:
+        return "exists; give another file, or --force to replace it"
+    parent = next((d for d in out.parents if d.exists()), None)
+    if parent is not None and not parent.is_dir():
+        return f"{parent} is not a directory"
+    return None
 
 
 def check(args: argparse.Namespace, size: int, gamma: float) -> int:

@@ -38,7 +38,8 @@ def tiny_run(run_dir, iterations, **overrides):
 def test_export_twice_replaces_the_runs_line_and_totals_add_up(tmp_path, capsys):
     run_dir, model_dir = tmp_path / "runs" / "c1", tmp_path / "campaign"
     tiny_run(run_dir, 1)
-    assert campaign.main(["export", str(run_dir), "--to", str(model_dir)]) == 0
+    assert campaign.main(["export", str(run_dir), "--to", str(model_dir), "--device",
+                          "cpu"]) == 0
     state = tiny_run(run_dir, 2)  # the run went on (here: written again, 2 iterations)
     metrics = [json.loads(ln) for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
     # Stopped while writing checkpoint 3: its line is logged, its checkpoint is not,
@@ -76,10 +77,39 @@ def test_export_twice_replaces_the_runs_line_and_totals_add_up(tmp_path, capsys)
     # A second run whose best nets are the same (here: a copy of the first) adds its
     # games to the totals, but the nets, and the games they were made with, stay.
     shutil.copytree(run_dir, run_dir.parent / "c2")
-    assert campaign.main(["export", str(run_dir.parent / "c2"), "--to", str(model_dir)]) == 0
+    assert campaign.main(["export", str(run_dir.parent / "c2"), "--to", str(model_dir),
+                          "--device", "cpu"]) == 0
     again = json.loads((model_dir / campaign.LEDGER).read_text())
     assert again["totals"]["games"] == 2 * line["games"]
     assert again["nets"] == nets
+    capsys.readouterr()
+
+    # Refused before anything is written, in one line: a run of another board or
+    # net (a 7x7 smoke run over a 15x15 campaign), and another run of a name the
+    # ledger has (another init_from).
+    before = {f.name: f.read_bytes() for f in model_dir.iterdir()}
+    config = checkpoint.read_config(run_dir)
+    for name, overrides, words in (
+            ("board", {"game.size": 7}, "game.size = 7"),
+            ("net", {"net.filters": 8}, "net.filters = 8"),
+            ("features", {"features.history": config.features.history + 1},
+             "features.history")):
+        other = tmp_path / "runs" / name
+        shutil.copytree(run_dir, other)
+        checkpoint.write_config(other, config.replace(**overrides))
+        assert campaign.main(["export", str(other), "--to", str(model_dir), "--device",
+                              "cpu"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and words in err and err.count("\n") == 1, err
+        assert "another --to" in err
+    namesake = tmp_path / "elsewhere" / "c1"
+    shutil.copytree(run_dir, namesake)
+    (namesake / "init_from.txt").write_text("models/other\n")
+    assert campaign.main(["export", str(namesake), "--to", str(model_dir), "--device",
+                          "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert "already has a run named 'c1'" in err and "rename" in err and err.count("\n") == 1
+    assert {f.name: f.read_bytes() for f in model_dir.iterdir()} == before
 
 
 def jax_leaves(tree):
@@ -89,8 +119,24 @@ def jax_leaves(tree):
 
 
 def test_export_and_status_errors(tmp_path, capsys):
-    assert campaign.main(["export", str(tmp_path / "nothing")]) == 2
-    assert "no metrics.jsonl" in capsys.readouterr().err
+    def one_line(*args):
+        assert campaign.main(["export", *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+        return err
+
+    assert "no config.json" in one_line(str(tmp_path / "nothing"), "--device", "cpu")
+    # A run stopped before its first iteration was saved: no metrics.jsonl yet,
+    # or its first line logged but no checkpoint.
+    run_dir = tmp_path / "run"
+    checkpoint.write_config(run_dir, get_preset("smoke"))
+    assert "no finished iteration yet" in one_line(str(run_dir), "--device", "cpu")
+    (run_dir / "metrics.jsonl").write_text(json.dumps({"iteration": 1}) + "\n")
+    assert "no finished iteration yet" in one_line(str(run_dir), "--device", "cpu")
+    # Where the run ran is not guessed.
+    with pytest.raises(SystemExit) as e:
+        campaign.main(["export", str(run_dir)])
+    assert e.value.code == 2 and "--device" in capsys.readouterr().err
     assert campaign.main(["status", "--model", str(tmp_path)]) == 2
     assert "no run exported yet" in capsys.readouterr().err
 
@@ -160,11 +206,20 @@ def test_polish_trains_the_candidate_on_its_checkpoints_replay(tmp_path, capsys)
 
 
 def test_polish_errors(tmp_path, capsys):
-    assert campaign.main(["polish", str(tmp_path / "nothing"), "--out", str(tmp_path / "o"),
-                          "--steps", "1"]) == 2
-    assert "no config.json" in capsys.readouterr().err
+    def one_line(run_dir, out, *args):
+        assert campaign.main(["polish", str(run_dir), "--out", str(out), *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+        return err
+
+    assert "no config.json" in one_line(tmp_path / "nothing", tmp_path / "o", "--steps", "1")
     for bad in (["--steps", "0"], ["--steps", "1", "--learning-rate", "0"]):
-        with pytest.raises(SystemExit) as e:
-            campaign.main(["polish", str(tmp_path), "--out", str(tmp_path / "o"), *bad])
-        assert e.value.code == 2 and "must be" in capsys.readouterr().err
+        assert "must be" in one_line(tmp_path, tmp_path / "o", *bad)
     assert not (tmp_path / "o").exists()
+    # An --out that is a file (or lies under one): refused, the file kept.
+    run_dir, taken = tmp_path / "run", tmp_path / "taken.txt"
+    checkpoint.write_config(run_dir, get_preset("smoke"))
+    taken.write_text("keep me\n")
+    for out in (taken, taken / "polished"):
+        assert "is not a directory" in one_line(run_dir, out, "--steps", "1")
+    assert taken.read_text() == "keep me\n"

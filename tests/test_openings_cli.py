@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tiny_models import random_model
 
-from agz_jax import openings, symmetry
+from agz_jax import checkpoint, openings, symmetry
 from experiments import openings as make
 
 
@@ -31,22 +31,32 @@ def test_candidates_are_one_per_symmetry_class():
 
 @pytest.fixture(scope="module")
 def judge(tmp_path_factory):
-    return str(random_model(tmp_path_factory.mktemp("judge") / "m", size=9, seed=2))
+    # Under the standard rule (exactly five), which the set's header names.
+    path = random_model(tmp_path_factory.mktemp("judge") / "m", size=9, seed=2)
+    checkpoint.write_config(path, checkpoint.read_config(path).replace(
+        **{"game.rule": "standard"}))
+    return str(path)
 
 
 def test_make_then_check_a_set(judge, tmp_path, capsys):
     out = tmp_path / "set9.txt"
+    out.write_text("an earlier set\n")
     flags = ["--model", judge, "--games", "2", "--sims", "2", "--box", "3"]
     # 4 kept: the check's 8 games are a batch size the maker's 16 already compiled.
-    assert make.main([*flags, "--max-deviation", "0.5", "--count", "4", "--out", str(out)]) == 0
+    made = [*flags, "--max-deviation", "0.5", "--count", "4", "--out", str(out)]
+    assert make.main(made) == 2  # an existing file is kept without --force
+    assert "--force" in capsys.readouterr().err and out.read_text() == "an earlier set\n"
+    assert make.main([*made, "--force"]) == 0
     text = out.read_text()
     assert f"Made by: python -m experiments.openings {' '.join(flags)}" in text
+    assert text.startswith("# Balanced 3-stone openings for 9x9 standard (black, white, black;")
     kept = openings.load(str(out), 9)
     assert len(kept) == 4 and kept.shape[1] == 3
     scores = [float(v) for v in re.search(r"Scores, in file order: (.*)", text).group(1).split()]
     deviations = np.abs(np.array(scores) - 0.5)
     assert len(scores) == 4 and np.all(np.diff(deviations) >= 0)  # closest to 0.5 first
-    assert np.all(np.isin(np.array(scores) * 2, [0, 1, 2]))  # two games each
+    # Two games each (a draw counts a half; standard-rule games on 9x9 can be drawn).
+    assert np.all(np.isin(np.array(scores) * 4, [0, 1, 2, 3, 4]))
     capsys.readouterr()
 
     assert make.main([*flags, "--check", str(out), "--seed", "1"]) == 0
@@ -55,7 +65,7 @@ def test_make_then_check_a_set(judge, tmp_path, capsys):
                  r"games .* 2 from each of its 4 openings", line)
     assert m, line
     s, low, high = (float(v) for v in m.groups())
-    assert low <= s <= high and s * 8 == pytest.approx(round(s * 8))
+    assert low <= s <= high and s * 16 == pytest.approx(round(s * 16))  # draws: halves
     label = re.search(r"black's mean decayed value label after the openings \(gamma ([\d.]+);"
                       r".*\): ([+-][\d.]+) \(standard error ([\d.]+)\)", line)
     assert label, line
@@ -70,6 +80,34 @@ def test_bad_flags_are_one_line(judge, tmp_path, capsys):
     assert err.startswith("error: --check: opening set") and err.count("\n") == 1
     assert make.main(["--model", judge, "--out", str(tmp_path / "x"), "--games", "3"]) == 2
     assert "--games must be even" in capsys.readouterr().err
+
+
+def test_bad_make_flags_are_refused_before_the_search(judge, tmp_path, capsys, monkeypatch):
+    def no_search(*args, **kwargs):
+        raise AssertionError("searched")
+
+    monkeypatch.setattr(make, "selfplay_scores", no_search)
+    monkeypatch.setattr(make, "values", no_search)
+    taken, folder = tmp_path / "taken.txt", tmp_path / "folder"
+    taken.write_text("keep me\n")
+    folder.mkdir()
+    for flags, words in (
+            (["--out", str(taken)], "exists; give another file, or --force"),
+            (["--out", str(folder)], "is a directory"),
+            (["--out", str(folder), "--force"], "is a directory"),
+            (["--out", str(taken / "set.txt"), "--force"], "is not a directory"),
+            (["--out", str(tmp_path / "new.txt"), "--max-deviation", "-1"],
+             "--max-deviation must be >= 0"),
+            # A box that is odd but larger than the 9x9 board.
+            (["--out", str(tmp_path / "new.txt"), "--box", "99"], "give an odd --box from 3 to 9"),
+            (["--out", str(tmp_path / "new.txt"), "--box", "11"], "does not fit the 9x9 board")):
+        assert make.main(["--model", judge, *flags]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and words in err and err.count("\n") == 1, err
+    assert taken.read_text() == "keep me\n" and not (tmp_path / "new.txt").exists()
+    # The largest box that fits a board: all of an odd board, one less on an even one.
+    assert make.candidates(9, 9).max() < 81
+    assert make.candidates(8, 7).max() < 64
 
 
 def test_black_labels_are_the_decayed_training_targets_from_blacks_side():
