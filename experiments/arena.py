@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -104,6 +105,15 @@ def parse_spec(text: str, flag: str) -> Spec:
         try:
             n = int(sims)
         except ValueError:
+            fields = rest.split(":")
+            counts = [i for i, f in enumerate(fields[1:], 1) if f.strip().lstrip("-").isdigit()]
+            if counts:  # SIMS given, then an option that is none of the known ones
+                unknown = next(f for f in fields[counts[-1] + 1:]
+                               if f not in ("plain", *ALGORITHMS))
+                raise ConfigError(
+                    f"{flag} {text!r}: unknown option {unknown!r} after SIMS; "
+                    f"the options are {', '.join(('plain', *ALGORITHMS))}: "
+                    "mcts:MODEL:SIMS[:plain][:puct|:gumbel]") from None
             raise ConfigError(f"{flag} {text!r}: SIMS must be an integer, got {sims!r}") from None
         if n < 1:
             raise ConfigError(f"{flag} {text!r}: SIMS must be at least 1, got {n}")
@@ -172,6 +182,30 @@ def check_match_args(args: argparse.Namespace) -> None:
         raise ConfigError(f"--size must be in {MIN_SIZE}..{MAX_SIZE}, got {args.size}")
 
 
+def check_out(out: Path | None) -> None:
+    """Refuse, before anything is played, an ``--out`` that cannot take this
+    match's games (ConfigError): a file, a path under a file, or a directory
+    that already holds an earlier match's game_NNNN.psq (they would be
+    overwritten, or mixed with this match's)."""
+    if out is None:
+        return
+    for place in (out, *out.parents):  # the nearest that exists
+        if place.exists():
+            break
+    if not place.is_dir():
+        what = "is" if place == out else f"is under {place}, which is"
+        raise ConfigError(f"--out {out} {what} a file, not a directory; give a directory "
+                          "for the games")
+    if place == out:
+        earlier = sorted(out.glob("game_*.psq"))
+        if earlier:
+            raise ConfigError(f"--out {out} already holds {len(earlier)} games of an earlier "
+                              f"match ({earlier[0].name}, ...); give a new directory, or move "
+                              "those games away")
+    if not os.access(place, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {out}: {place} is not writable; give another directory")
+
+
 def board_of(players: list[tuple[str, Spec]], args: argparse.Namespace) -> tuple[int, str]:
     """The board size and rule that all ``(flag, loaded spec)`` players play: the
     checkpoints' (which must agree with each other and with ``--size`` /
@@ -218,6 +252,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Spec, Spec, int, str]:
     args = parser.parse_args(argv)
 
     check_match_args(args)
+    check_out(args.out)
     a = load_spec(parse_spec(args.a, "--a"), "--a")
     b = load_spec(parse_spec(args.b, "--b"), "--b")
     size, rule = board_of([("--a", a), ("--b", b)], args)
@@ -356,12 +391,14 @@ def main(argv: list[str] | None = None) -> int:
     from agz_jax.gomoku import Rules
 
     rules = Rules(size, rule)
-    try:
-        player_a = make_player(spec_a, rules)
-        player_b = make_player(spec_b, rules)
-    except (checkpoint.CheckpointError, models.ModelError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    loaded = []
+    for flag, spec in (("--a", spec_a), ("--b", spec_b)):
+        try:
+            loaded.append(make_player(spec, rules))
+        except (checkpoint.CheckpointError, models.ModelError) as e:
+            print(f"error: {flag} {spec.text!r}: {e}", file=sys.stderr)
+            return 2
+    player_a, player_b = loaded
 
     plies = args.opening_plies
     result, wall = play(rules, player_a, player_b, args.seed, args.games, plies, args.chunk,

@@ -74,7 +74,7 @@ import jax
 
 from agz_jax import cli
 from agz_jax.config import SearchConfig
-from agz_jax.gomoku import Rules
+from agz_jax.gomoku import MAX_SIZE, MIN_SIZE, Rules
 from agz_jax.networks import Networks, PolicyValueNet, flops_per_position
 from experiments.bench_measures import (
     FORCED,
@@ -173,8 +173,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    "'' skips it; --quick: '')")
     p.add_argument("--devices-worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--sections", default=",".join(SECTIONS),
-                   help=f"comma-separated sections to run, in the order {','.join(SECTIONS)} "
-                   "whatever the order given (default: all)")
+                   help="comma-separated sections to run (default: all), always in the "
+                   f"order {', '.join(SECTIONS)}, whatever the order given")
     args = p.parse_args(argv)
     chosen = [name.strip() for name in args.sections.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in SECTIONS]
@@ -201,7 +201,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
               "selfplay_games", "selfplay_sims"):
         if getattr(args, k) < 1:
             p.error(f"--{k.replace('_', '-')} must be >= 1")
-    Rules(args.size)  # validates the size
+    try:
+        Rules(args.size)  # validates the size
+    except ValueError:
+        p.error(f"--size must be in {MIN_SIZE}..{MAX_SIZE}, got {args.size}")
     return args
 
 

@@ -102,10 +102,18 @@ def plan(candidates: list[str], pool: list[str], all_pairs: bool, seed: int, gam
 
 def read_ledger(path: Path) -> list[dict]:
     """The ledger's matches, in order; ConfigError naming the first bad line."""
+    if path.is_dir():
+        raise ConfigError(f"{path} is a directory, not a ledger file; name the ledger "
+                          f"file, e.g. {path / DEFAULT_LEDGER.name}")
     if not path.exists():
         return []
+    try:
+        content = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path} is not a readable ledger ({e}); fix it, or name "
+                          "another ledger file") from None
     lines = []
-    for n, text in enumerate(path.read_text().splitlines(), 1):
+    for n, text in enumerate(content.splitlines(), 1):
         if not text.strip():
             continue
         where = f"{path} line {n}"
@@ -320,6 +328,10 @@ def play_ladder(args: argparse.Namespace, lines: list[dict]) -> int:
     if not args.candidate and args.pairs != "all":
         raise ConfigError("nothing to play: give --candidate SPEC, or --pairs all to fill "
                           "the pool's missing pairs, or --table-only to redraw the table")
+    if not plan(args.candidate, pool_texts, args.pairs == "all", 0, args.games, set()):
+        raise ConfigError(f"nothing to play: {pool_texts[0]} is the only player (pool and "
+                          "candidates alike); give it an opponent with --pool SPEC or "
+                          "--candidate SPEC")
     specs = ([("--pool", parse_player(t, "--pool")) for t in pool_texts]
              + [("--candidate", parse_player(t, "--candidate")) for t in args.candidate])
     size, rule = arena_cli.board_of(specs, args)
@@ -339,9 +351,13 @@ def play_ladder(args: argparse.Namespace, lines: list[dict]) -> int:
     candidates = list(dict.fromkeys(names[len(pool_texts):]))
     done = {done_key(x["a"], x["b"], x["games"], x["seed"]) for x in lines}
     todo = plan(candidates, pool, args.pairs == "all", args.seed, args.games, done)
+    try:
+        args.ledger.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"--ledger {args.ledger}: cannot make its directory ({e}); "
+                          "name a ledger file in a directory") from None
     print(f"{len(todo)} matches to play on {size}x{size} {rule}, {args.games} games each "
           f"(ledger {args.ledger})", flush=True)
-    args.ledger.parent.mkdir(parents=True, exist_ok=True)
     for i, p in enumerate(todo, 1):
         a, b = players[p.a], players[p.b]
         print(f"[{i}/{len(todo)}] {p.a} vs {p.b}, seed {p.seed}", flush=True)

@@ -96,6 +96,20 @@ def slug(setting: tuple) -> str:
     return "__".join(f"{k}={v}" for k, v in setting) or "base"
 
 
+def check_records(directory: Path, size: int) -> None:
+    """``movepred.records`` read (not replayed: nothing compiles) before anything
+    is written; ConfigError naming the field and the way out."""
+    from agz_jax import records
+    from agz_jax.movepred_data import read_records
+
+    try:
+        read_records(directory, size)
+    except records.RecordError as e:
+        raise ConfigError(f"movepred.records: {e}; --set movepred.records=DIR, a directory of "
+                          f"{size}x{size} .psq records (e.g. experiments.arena --out DIR), or "
+                          "--set game.size=N for records of another board") from None
+
+
 def parse(argv: list[str]):
     """Everything checked, nothing compiled: (args, base pair, [(setting, config, mp)])."""
     p = argparse.ArgumentParser(prog="python -m experiments.movepred", description=__doc__,
@@ -142,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                         or MovePredConfig(**rec["movepred"]) != m):
                     raise ConfigError(f"{done.parent} was run with another config; choose "
                                       "another --out")
+        if mp.records and not (args.out / "data" / "games.json").exists():
+            check_records(Path(mp.records), config.game.size)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -151,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     from agz_jax.cache import enable_compilation_cache
 
     enable_compilation_cache()
-    from agz_jax import movepred, movepred_report
+    from agz_jax import movepred, movepred_report, records
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "movepred.json").write_text(json.dumps({
@@ -162,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         games = movepred.load_or_make_games(config, mp, args.out / "data")
-    except ConfigError as e:
+    except (ConfigError, records.RecordError) as e:  # a record's illegal move: on replay
         print(f"error: {e}", file=sys.stderr)
         return 2
     recs = []

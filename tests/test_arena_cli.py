@@ -228,3 +228,48 @@ def test_search_algorithm_option(ckpt, monkeypatch, suffix, plain, algorithm):
 def test_search_algorithm_option_refused_twice(text):
     with pytest.raises(ConfigError, match="given twice"):
         cli.parse_spec(text, "--a")
+
+
+def test_out_is_checked_before_playing(tmp_path, capsys, monkeypatch):
+    """--out that cannot take the games (a file, a path under a file, a
+    directory with an earlier match's games) is refused before anything is
+    played, and the earlier games are left as they were."""
+    monkeypatch.setattr(cli, "play", lambda *a, **k: pytest.fail("played"))
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    earlier = tmp_path / "earlier"
+    earlier.mkdir()
+    (earlier / "game_0000.psq").write_text("Piskvorky 5x5, 11:11, 0\n")
+    rnd = ["--a", "random", "--b", "random", "--games", "2", "--size", "5", "--out"]
+    for out, problem in ((a_file, "is a file, not a directory"),
+                         (a_file / "sub", f"is under {a_file}, which is a file"),
+                         (earlier, "already holds 1 games of an earlier match")):
+        assert cli.main([*rnd, str(out)]) == 2, out
+        err = capsys.readouterr().err
+        assert err.startswith("error: --out ") and err.count("\n") == 1, err
+        assert problem in err, err
+    assert "give a new directory" in err
+    assert a_file.read_text() == "x"
+    assert (earlier / "game_0000.psq").read_text() == "Piskvorky 5x5, 11:11, 0\n"
+
+
+@pytest.mark.parametrize("text, problem", [
+    ("mcts:m:8:bogus", "unknown option 'bogus' after SIMS; the options are plain, puct, gumbel"),
+    ("mcts:m:8:plain:bogus", "unknown option 'bogus'"),
+    ("mcts:m:8:bogus:puct", "unknown option 'bogus'"),
+    ("mcts:m:x", "SIMS must be an integer, got 'x'")])
+def test_an_unknown_mcts_option_is_named(text, problem):
+    with pytest.raises(ConfigError, match="^--a .*" + problem):
+        cli.parse_spec(text, "--a")
+
+
+def test_an_unreadable_net_names_its_player(ckpt, tmp_path, capsys):
+    """A model whose variables are truncated fails when loaded (after its
+    config was read): the error says which player it is."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text((ckpt / "config.json").read_text())
+    (model / "variables.msgpack").write_bytes(b"\x82")
+    assert cli.main(["--a", "random", "--b", f"policy:{model}", "--games", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --b 'policy:{model}': ") and "not readable" in err, err

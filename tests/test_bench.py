@@ -158,6 +158,24 @@ def test_bench_sections_are_checked_and_ordered():
     assert not any("speedup_vs_baseline" in k for k in bench.result_keys(["baseline"]))
 
 
+@pytest.mark.parametrize("size", ["3", "20"])
+def test_bench_size_is_an_argparse_error(capsys, size):
+    with pytest.raises(SystemExit) as e:
+        bench.parse(["--quick", "--size", size])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1].endswith(f"error: --size must be in 5..19, got {size}"), err
+    assert "Traceback" not in err
+
+
+def test_bench_help_keeps_the_section_names_whole(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")  # argparse wraps the help to this width
+    with pytest.raises(SystemExit):
+        bench.parse(["--help"])
+    words = capsys.readouterr().out.split("--sections SECTIONS", 1)[1].replace(",", " ").split()
+    assert set(bench.SECTIONS) <= set(words), words
+
+
 @pytest.fixture(scope="module")
 def nets():
     return Networks(PolicyValueNet(SIZE, filters=8, blocks=1, value_hidden=8), num_nets=2)

@@ -205,6 +205,22 @@ def test_issue_23_cases():
     assert run(b, b"BOARD\r\n1,1,1\r\nEND\r\nABOUT\r\n") == [] and b.finished
 
 
+def test_too_many_digits_are_out_of_range_not_a_non_integer():
+    b, _, _ = make_brain(hostile=False)
+    assert one(b, b"START 15\r\n") == "OK"
+    big = "9" * 20
+    for line in (f"TURN {big},1", f"TURN 1,-{big}", f"TAKEBACK {big},1"):
+        reply = one(b, line.encode() + b"\r\n")
+        assert reply.startswith("ERROR ") and "is out of range (at most 12 digits)" in reply, (
+            line, reply)
+        assert "must be an integer" not in reply
+    assert "must be an integer" in one(b, b"TURN x,1\r\n")
+    assert run(b, f"INFO timeout_turn {big}\r\n".encode()) == []
+    lines = run(b, b"ABOUT\r\n")
+    assert lines[0].startswith("MESSAGE INFO timeout_turn is out of range"), lines
+    assert b.timeout_turn is None
+
+
 def test_read_line_drops_the_rest_of_a_long_line():
     huge = b"TURN " + b"7" * (10 * 2**20)
     stream = io.BytesIO(huge + b"\r\nABOUT\nlast")

@@ -263,6 +263,22 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     one_line_error(capsys, ["--no-default-pool", "--candidate", "random"], "pool is empty")
     one_line_error(capsys, [*rnd, "--candidate", "mentor:0", "--games", "3"], "must be even")
     one_line_error(capsys, ["--table-only", "--ledger", str(ledger_path)], "not found")
+    # a directory for the ledger, read or written
+    for argv in (["--table-only"], ["--no-default-pool", "--pool", "random",
+                                    "--candidate", "mentor:0"]):
+        one_line_error(capsys, [*argv, "--ledger", str(tmp_path)],
+                       f"{tmp_path} is a directory, not a ledger file; name the ledger file, "
+                       f"e.g. {tmp_path / 'games.jsonl'}")
+    # the ledger under a file: refused before anything is played
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    one_line_error(capsys, [*rnd[:-1], str(a_file / "games.jsonl"), "--candidate", "mentor:0",
+                            "--games", "2"], "cannot make its directory")
+    # one player alone: nothing to play, and said so (not "drop --table-only")
+    for argv in ([*rnd, "--candidate", "random"], [*rnd, "--pairs", "all"],
+                 [*rnd, "--candidate", "random", "--pool", "random"]):
+        one_line_error(capsys, argv, "nothing to play: random is the only player")
+    assert not ledger_path.exists()
     good = {"a": "mentor:0", "b": "random", "wins": 1, "draws": 0, "losses": 1, "games": 2,
             "seed": 3, "size": 7, "rule": "freestyle"}
     for bad, problem in (("{not json", "line 2 is not JSON"),

@@ -198,3 +198,26 @@ def test_bad_specs_fail_before_anything_runs(tmp_path, capsys, argv, message):
     assert cli.main(["--out", str(out), *argv]) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_bad_records_fail_before_anything_runs(tmp_path, capsys, psq_dir, monkeypatch):
+    """movepred.records that cannot be read: one line naming the field, before
+    anything is written, compiled or replayed."""
+    monkeypatch.setattr(records, "to_states", lambda *a, **k: pytest.fail("replayed"))
+    d, _ = psq_dir  # 7x7 records
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.psq").write_text("not a record\n")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    out = tmp_path / "out"
+    for where, problem in ((tmp_path / "nosuch", "no .psq files (no such directory)"),
+                           (a_file, "no .psq files (not a directory)"),
+                           (tmp_path, "no .psq files"),
+                           (bad, "x.psq:1: expected a 'Piskvorky"),
+                           (d, "a 7x7 board, the config's game.size is 9x9")):
+        assert cli.main(["--out", str(out), "--set", f"movepred.records={where}"]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: movepred.records: {where}") and err.count("\n") == 1, err
+        assert problem in err and "--set movepred.records=DIR" in err, err
+        assert not out.exists()

@@ -391,6 +391,21 @@ def test_host_option_and_json_bounds():
             api.parse_json(raw)
 
 
+@pytest.mark.parametrize("argv", [["--sims", "0"], ["--max-sims", "0"], ["--sims", "-1"],
+                                  ["--max-seconds", "0"], ["--max-seconds", "nan"]])
+def test_zero_or_negative_limits_are_refused(capsys, monkeypatch, argv):
+    """0 is no limit the board could use (not "the default"): refused like a
+    negative one, before the model is loaded."""
+    from agz_jax import models
+
+    monkeypatch.setattr(models, "load", lambda *a: pytest.fail("the model was loaded"))
+    with pytest.raises(SystemExit) as e:
+        web.main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert f"error: {argv[0]} must be positive, got " in err.splitlines()[-1], err
+
+
 def test_describe_an_analysis():
     """The JSON of an ``engine.Analysis``: visits from the visit distribution, the
     candidates by visits (ties: policy, then prior), no candidate on a stone, NaN q as

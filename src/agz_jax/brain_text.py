@@ -12,7 +12,9 @@ import re
 MAX_LINE = 4096  # bytes a line may hold, its line ending not counted
 
 
-INT = re.compile(r"[+-]?[0-9]{1,12}")  # ASCII digits only (fullmatch)
+INT_DIGITS = 12  # the most digits an integer may have: more is out of range
+INT = re.compile(rf"[+-]?[0-9]{{1,{INT_DIGITS}}}")  # ASCII digits only (fullmatch)
+DIGITS = re.compile(r"[+-]?[0-9]+")  # an integer of any length (fullmatch)
 
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")  # a command word (fullmatch): ASCII only
@@ -28,6 +30,9 @@ class ProtocolError(Exception):
 def parse_int(text: str, what: str) -> int:
     text = text.strip(SPACE)
     if not INT.fullmatch(text):
+        if DIGITS.fullmatch(text):
+            raise ProtocolError(f"{what} is out of range (at most {INT_DIGITS} digits), "
+                                f"got {show(text)}")
         raise ProtocolError(f"{what} must be an integer, got {show(text)}")
     return int(text)
 

@@ -105,22 +105,40 @@ def concatenate(parts: list[Games]) -> Games:
                  parts[0].first)
 
 
-def psq_games(directory: Path, rule: str = "freestyle", size: int | None = None) -> Games:
-    """Every ``*.psq`` file of ``directory`` (sorted by name), replayed and checked
-    (``records.to_states``); the winner is the replay's, a record that stops
-    before the end counts as a draw. RecordError on a malformed record or a
-    board of another size."""
-    paths = sorted(Path(directory).glob("*.psq"))
+def read_records(directory: Path, size: int | None = None) -> list[tuple[Path, records.Record]]:
+    """Every ``*.psq`` file of ``directory`` (sorted by name), read but not
+    replayed (nothing compiles), all on a ``size`` board (None: the first
+    record's). RecordError on a missing directory, none, a malformed record or
+    a board of another size."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        why = "not a directory" if directory.exists() else "no such directory"
+        raise records.RecordError(f"{directory}: no .psq files ({why})")
+    paths = sorted(directory.glob("*.psq"))
     if not paths:
         raise records.RecordError(f"{directory}: no .psq files")
-    games = []
+    others = "the others are" if size is None else "the config's game.size is"
+    read = []
     for path in paths:
         record = records.read_psq(path)
         if size is None:
             size = record.size
         if record.size != size:
-            raise records.RecordError(f"{path}: a {record.size}x{record.size} board, the "
-                                      f"others are {size}x{size}")
+            raise records.RecordError(f"{path}: a {record.size}x{record.size} board, "
+                                      f"{others} {size}x{size}")
+        read.append((path, record))
+    return read
+
+
+def psq_games(directory: Path, rule: str = "freestyle", size: int | None = None) -> Games:
+    """Every ``*.psq`` file of ``directory`` (``read_records``), replayed and
+    checked (``records.to_states``); the winner is the replay's, a record that
+    stops before the end counts as a draw. RecordError on a malformed record or
+    a board of another size."""
+    read = read_records(directory, size)
+    size = read[0][1].size
+    games = []
+    for path, record in read:
         try:
             final = records.to_states(record, rule)
         except records.RecordError as e:

@@ -336,8 +336,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be in 0..65535, got {args.port}")
-    if (args.sims or 1) < 1 or (args.max_sims or 1) < 1 or args.max_seconds <= 0:
-        parser.error("--sims, --max-sims and --max-seconds must be positive")
+    for flag, value in (("--sims", args.sims), ("--max-sims", args.max_sims),
+                        ("--max-seconds", args.max_seconds)):
+        if value is not None and not value > 0:
+            parser.error(f"{flag} must be positive, got {value}")
     if not args.timeout > 0 or args.max_connections < 1:
         parser.error("--timeout and --max-connections must be positive")
     for name in args.allow_host:
@@ -361,9 +363,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}\n(a trained run works too: `make selfplay`, then "
               "`make play MODEL=runs/cpu` or --model runs/cpu)", file=sys.stderr)
         return 2
-    sims = args.sims or model.config.search.num_simulations
+    sims = model.config.search.num_simulations if args.sims is None else args.sims
     try:
-        eng = engine.Engine(model, max_simulations=args.max_sims or max(1600, sims),
+        eng = engine.Engine(model, max_simulations=(max(1600, sims) if args.max_sims is None
+                                                    else args.max_sims),
                             algorithm=args.algorithm, reuse=args.reuse)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
