@@ -16,9 +16,16 @@ error against z) and policy loss (cross-entropy against pi) are measured on
 every held-out example, with the nets' running statistics, as they play.
 
 Equal steps, equal data: a net that fits the held-out games better at every
-point has capacity the smaller one lacks for these positions. It is not a
-match: a lower loss says nothing by itself of strength. The run's own nets
-are not measured here; the held-out games were in their training.
+point learns these positions faster per step; only nets trained to the end
+would show which one can fit them better at all. It is not a match: a lower
+loss says nothing by itself of strength.
+
+``--best`` also measures the run's best nets (as the checkpoint holds them) on
+the same examples, for where long training took the run's own architecture.
+They trained on none of the games played after the gate last accepted them,
+and each example written before that stayed in the replay for the SGD steps
+that followed, so hold out no more than the games since that acceptance for a
+clean reference (``metrics.jsonl``'s ``gating/accepted``).
 """
 
 from __future__ import annotations
@@ -75,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--step", type=int, default=None, help="the checkpoint (default: latest)")
     p.add_argument("--learning-rate", type=float, default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--best", action="store_true",
+                   help="also measure the run's best nets (the checkpoint's) on the held-out "
+                        "examples")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     args = p.parse_args(argv)
     try:
@@ -82,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.steps < 1 or args.eval_every < 1:
             raise CapacityError("--steps and --eval-every must be >= 1")
         result = measure(args.run, nets, args.steps, args.eval_every, args.held_out,
-                         args.ring, args.step, args.learning_rate, args.seed,
+                         args.ring, args.step, args.learning_rate, args.seed, args.best,
                          log=lambda text: print(text, file=sys.stderr, flush=True))
     except (CapacityError, FileNotFoundError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -94,17 +104,31 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def summed_losses(nets, variables, obs, policy, z):
+    """The value and policy losses of one net (``variables`` stacked [1, ...]) summed
+    over a chunk of examples, with its running statistics."""
+    import jax.numpy as jnp
+
+    from agz_jax.networks import unstack
+    from agz_jax.train import loss_terms
+
+    logits, value = nets.apply_one(unstack(variables, 0), obs.astype(jnp.float32))
+    v, pl = loss_terms(logits, value, policy, z)
+    return v * len(z), pl * len(z)
+
+
 def measure(run_dir: Path, specs: list[tuple[int, int]], steps: int, eval_every: int,
             held_out: int, ring: int, step: int | None = None,
-            learning_rate: float | None = None, seed: int = 0, log=None) -> dict:
+            learning_rate: float | None = None, seed: int = 0, best: bool = False,
+            log=None) -> dict:
     """The table (see the module); ``log(text)``, if given, hears each point as it
     is measured."""
     import jax
     import jax.numpy as jnp
 
     from agz_jax import checkpoint, replay, run
-    from agz_jax.networks import Networks, make_networks, unstack
-    from agz_jax.train import init_train_state, loss_terms, sgd
+    from agz_jax.networks import Networks, make_networks
+    from agz_jax.train import init_train_state, sgd
 
     if not (run_dir / "config.json").exists():
         raise CapacityError(f"{run_dir} is not a self-play run (no config.json)")
@@ -113,9 +137,11 @@ def measure(run_dir: Path, specs: list[tuple[int, int]], steps: int, eval_every:
         raise CapacityError("a run with colour_heads keeps both colours for one net; "
                             "this measures Double Networks or single-net runs")
     comps = run.build(config)
-    abstract = jax.eval_shape(lambda: replay.init_for(comps.nets, comps.rules,
-                                                         config.replay.capacity))
-    fields, at = checkpoint.restore_fields(run_dir, {"replay": abstract}, step=step)
+    abstract = {"replay": jax.eval_shape(lambda: replay.init_for(comps.nets, comps.rules,
+                                                                 config.replay.capacity))}
+    if best:
+        abstract["best"] = jax.eval_shape(comps.nets.init, jax.random.PRNGKey(0))
+    fields, at = checkpoint.restore_fields(run_dir, abstract, step=step)
     buf = jax.tree.map(np.asarray, fields["replay"])
     if not 0 <= ring < buf.z.shape[0]:
         raise CapacityError(f"--ring must be below the run's {buf.z.shape[0]} rings")
@@ -128,29 +154,32 @@ def measure(run_dir: Path, specs: list[tuple[int, int]], steps: int, eval_every:
     cfg = config.train if learning_rate is None else dataclasses.replace(
         config.train, learning_rate=learning_rate)
     base = make_networks(config).module
+    losses = jax.jit(summed_losses, static_argnums=0)
+
+    def held_out_losses(nets, variables) -> dict:
+        """Mean value and policy loss of one net (``variables`` stacked [1, ...]) over
+        every held-out example."""
+        total = np.zeros(2)
+        for lo in range(0, len(test_part[2]), 1000):
+            chunk = (jnp.asarray(x[lo:lo + 1000]) for x in test_part)
+            total += np.array(jax.device_get(losses(nets, variables, *chunk)))
+        v, pl = total / len(test_part[2])
+        return {"value_loss": float(v), "policy_loss": float(pl)}
 
     rows = []
+    if best:
+        nets = Networks(base, num_nets=1, features=config.features)
+        mine = jax.tree.map(lambda x: x[ring:ring + 1] if comps.nets.num_nets == 2 else x,
+                            fields["best"])
+        rows.append({"net": f"{base.filters}x{base.blocks}", "params": nets.num_params(mine),
+                     "trained": "the run's best", "curve": [
+                         {"step": None, **held_out_losses(nets, mine)}]})
     for i, (filters, blocks) in enumerate(specs):
         nets = Networks(dataclasses.replace(base, filters=filters, blocks=blocks), num_nets=1,
                         features=config.features)
-
-        @jax.jit
-        def losses(variables, obs, policy, z, nets=nets):
-            logits, value = nets.apply_one(unstack(variables, 0), obs.astype(jnp.float32))
-            v, pl = loss_terms(logits, value, policy, z)
-            return v * len(z), pl * len(z)
-
-        def held_out_losses(variables):
-            total = np.zeros(2)
-            for lo in range(0, len(test_part[2]), 1000):
-                chunk = (x[lo:lo + 1000] for x in test_part)
-                total += np.array(jax.device_get(losses(variables, *chunk)))
-            v, pl = total / len(test_part[2])
-            return {"value_loss": float(v), "policy_loss": float(pl)}
-
         key = jax.random.fold_in(jax.random.PRNGKey(seed), i)
         state = init_train_state(nets, cfg, key)
-        curve = [{"step": 0, **held_out_losses(state.variables)}]
+        curve = [{"step": 0, **held_out_losses(nets, state.variables)}]
         seconds = 0.0
         for done in range(0, steps, eval_every):
             n = min(eval_every, steps - done)
@@ -158,13 +187,13 @@ def measure(run_dir: Path, specs: list[tuple[int, int]], steps: int, eval_every:
             state, _ = sgd(nets, cfg, state, train_buf, jax.random.fold_in(key, done + 1), n)
             jax.block_until_ready(state.variables)
             seconds += time.perf_counter() - start
-            curve.append({"step": done + n, **held_out_losses(state.variables)})
+            curve.append({"step": done + n, **held_out_losses(nets, state.variables)})
             if log:
                 log(f"{filters}x{blocks} step {done + n}: value loss "
                     f"{curve[-1]['value_loss']:.4f}, policy loss {curve[-1]['policy_loss']:.4f}"
                     f" ({seconds:.0f} s)")
         rows.append({"net": f"{filters}x{blocks}", "params": nets.num_params(state.variables),
-                     "train_seconds": round(seconds, 1), "curve": curve})
+                     "trained": "fresh", "train_seconds": round(seconds, 1), "curve": curve})
     return {"run": str(run_dir), "checkpoint": int(at), "ring": ring, "train_examples": n_train,
             "held_out": held_out, "batch_size": cfg.batch_size,
             "learning_rate": cfg.learning_rate, "seed": seed, "nets": rows}
@@ -178,9 +207,13 @@ def report(result: dict) -> str:
              f"{'net':>6} {'params':>8} {'step':>6} {'value loss':>11} {'policy loss':>12}"]
     for row in result["nets"]:
         for point in row["curve"]:
-            lines.append(f"{row['net']:>6} {row['params']:>8} {point['step']:>6} "
+            step = point["step"] if point["step"] is not None else "best"
+            lines.append(f"{row['net']:>6} {row['params']:>8} {step:>6} "
                          f"{point['value_loss']:>11.4f} {point['policy_loss']:>12.4f}")
-        lines.append(f"{'':>6} trained in {row['train_seconds']} s")
+        if row["trained"] == "fresh":
+            lines.append(f"{'':>6} trained in {row['train_seconds']} s")
+        else:
+            lines.append(f"{'':>6} the run's best nets, as the checkpoint holds them")
     return "\n".join(lines)
 
 

@@ -79,3 +79,29 @@ def test_bad_input_is_one_line(run, capsys, args, message):
 def test_a_directory_that_is_not_a_run_is_refused(tmp_path, capsys):
     assert capacity.main([str(tmp_path)]) == 2
     assert "is not a self-play run" in capsys.readouterr().err
+
+
+def test_the_runs_best_nets_are_measured_on_the_same_examples(run, capsys):
+    import jax
+
+    from agz_jax import checkpoint
+    from agz_jax import run as run_lib
+
+    run_dir, state = run
+    assert capacity.main([str(run_dir), "--nets", "4x1", "--steps", "1", "--eval-every", "1",
+                          "--held-out", "5", "--ring", "1", "--best", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["nets"]
+    assert [r["trained"] for r in rows] == ["the run's best", "fresh"]
+    # The reference, computed another way: the white net of the stacked best nets,
+    # through the nets' own routing, on the ring's newest 5 examples.
+    comps = run_lib.build(checkpoint.read_config(run_dir))
+    buf = jax.tree.map(np.asarray, state.replay)
+    _, (obs, policy, z) = capacity.split_ring(buf.obs[1], buf.policy[1], buf.z[1],
+                                              int(buf.size[1]), int(buf.ptr[1]), 5)
+    logits, value = comps.nets.evaluate(state.best, jnp.asarray(obs, jnp.float32),
+                                        jnp.ones(len(z), jnp.int32))
+    logp = np.asarray(jax.nn.log_softmax(logits))
+    point = rows[0]["curve"][0]
+    assert point["value_loss"] == pytest.approx(np.mean((z - np.asarray(value)) ** 2), rel=1e-4)
+    assert point["policy_loss"] == pytest.approx(-np.mean(np.sum(policy * logp, -1)), rel=1e-4)
+    assert rows[0]["params"] == comps.nets.num_params(state.best)
