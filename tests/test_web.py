@@ -406,6 +406,19 @@ def test_zero_or_negative_limits_are_refused(capsys, monkeypatch, argv):
     assert f"error: {argv[0]} must be positive, got " in err.splitlines()[-1], err
 
 
+def test_a_default_above_the_cap_is_refused(capsys, monkeypatch):
+    """--sims over --max-sims, both given: refused before the model is loaded,
+    rather than the default quietly lowered to the cap."""
+    from agz_jax import models
+
+    monkeypatch.setattr(models, "load", lambda *a: pytest.fail("the model was loaded"))
+    with pytest.raises(SystemExit) as e:
+        web.main(["--sims", "2000", "--max-sims", "500"])
+    assert e.value.code == 2
+    assert ("error: --sims 2000 is more than --max-sims 500"
+            in capsys.readouterr().err.splitlines()[-1])
+
+
 def test_describe_an_analysis():
     """The JSON of an ``engine.Analysis``: visits from the visit distribution, the
     candidates by visits (ties: policy, then prior), no candidate on a stone, NaN q as

@@ -340,6 +340,9 @@ def main(argv: list[str] | None = None) -> int:
                         ("--max-seconds", args.max_seconds)):
         if value is not None and not value > 0:
             parser.error(f"{flag} must be positive, got {value}")
+    if args.sims is not None and args.max_sims is not None and args.sims > args.max_sims:
+        parser.error(f"--sims {args.sims} is more than --max-sims {args.max_sims}, which caps "
+                     "every search: lower --sims or raise --max-sims")
     if not args.timeout > 0 or args.max_connections < 1:
         parser.error("--timeout and --max-connections must be positive")
     for name in args.allow_host:
