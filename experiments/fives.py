@@ -31,13 +31,14 @@ count), its probability as a multiple of uniform, its distance from the centre
 (in king moves), the probability the policy puts on the centre's 3x3, and the
 centre's rank in the policy (1: its first choice; a Gumbel search at play time,
 with no root noise, considers only the ``search.max_considered_actions``
-moves ranked first). And
-the value net's own verdict on the first moves: black's value after each
-possible first move (the negated value of the position with white to move),
-after the centre and after the policy's own choice. A policy that avoids the
-centre while the value after it is as high as after its choice has learned no
-reason to. (The value after a move far from the centre says little: no
-training position looks like that.)
+moves ranked first). And the value net's own verdict on the first moves:
+black's value after each possible first move (the negated value of the
+position with white to move), after the centre and after the policy's own
+choice, the centre's rank among all first moves by that value, and the
+value's own first choice. A policy that avoids the centre while the value
+after it is as high as after its choice has learned no reason to. (The value
+after a move far from the centre says little: no training position looks
+like that; the corners' often rank first.)
 
 Cheap and exact where matches are slow and
 noisy: the ablation's snapshots and the campaign's nets are compared on it in
@@ -182,7 +183,11 @@ def opening_of(logits: np.ndarray, legal: np.ndarray, size: int,
            "centre_3x3": float(prob[near].sum()),
            "centre_rank": int(np.sum(prob > prob[mid]))}
     if after is not None:
-        out.update(value_centre=float(after[mid]), value_choice=float(after[best]))
+        value_best = int(np.argmax(np.where(legal, after, -np.inf)))
+        vy, vx = divmod(value_best, size)
+        out.update(value_centre=float(after[mid]), value_choice=float(after[best]),
+                   value_centre_rank=int(np.sum(legal & (after > after[mid]))),
+                   value_best_x=vx, value_best_y=vy, value_best=float(after[value_best]))
     return out
 
 
@@ -265,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
               f"the centre's 3x3 holds {o['centre_3x3']:.2f}; the centre ranks "
               f"{o['centre_rank'] + 1}")
         print(f"  black's value after the first move: {o['value_centre']:+.3f} at the centre, "
-              f"{o['value_choice']:+.3f} at the policy's choice")
+              f"{o['value_choice']:+.3f} at the policy's choice; the value ranks the centre "
+              f"{o['value_centre_rank'] + 1} and puts x={o['value_best_x']} "
+              f"y={o['value_best_y']} first ({o['value_best']:+.3f})")
     return 0
 
 

@@ -82,6 +82,15 @@ def test_opening_by_hand():
     got = fives.opening_of(logits, legal, size, after=after)
     assert got["value_centre"] == pytest.approx(after[12]) == pytest.approx(0.0)
     assert got["value_choice"] == pytest.approx(after[3])
+    # Rising with the point's number: the 12 legal points after the centre rank
+    # above it, and the last point is the value's first choice.
+    assert got["value_centre_rank"] == 12
+    assert (got["value_best_x"], got["value_best_y"]) == (4, 4)
+    assert got["value_best"] == pytest.approx(0.5)
+    after[24] = 9.0  # on an illegal point it neither ranks nor is chosen
+    legal[24] = False
+    got = fives.opening_of(logits, legal, size, after=after)
+    assert got["value_centre_rank"] == 11 and (got["value_best_x"], got["value_best_y"]) == (3, 4)
 
 
 def test_the_net_alone_not_the_search_rules(tmp_path, capsys):
