@@ -19,7 +19,10 @@ pgx's game is running.
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.util
 import json
+import sys
 import time
 
 import jax
@@ -144,9 +147,24 @@ def main(argv=None):
                    help="also the feature planes' speed (go.features)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
-    games = [int(g) for g in args.games.split(",")]
+    try:
+        sizes = [int(s) for s in args.sizes.split(",")]
+        games = [int(g) for g in args.games.split(",")]
+    except ValueError:
+        p.error(f"--sizes and --games take whole numbers, comma-separated (such as "
+                f"--sizes 9,19 --games 1024,256), got {args.sizes!r} and {args.games!r}")
     games = games * len(sizes) if len(games) == 1 else games
+    if not all(2 <= s <= 19 for s in sizes):
+        p.error(f"--sizes must be in 2..19, got {sizes}")
+    if len(games) != len(sizes) or min(games) < 1:
+        p.error(f"--games: one positive number, or one per size ({len(sizes)}), got "
+                f"{args.games!r}")
+    for name in ("plies", "repeats"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.pgx and importlib.util.find_spec("pgx") is None:
+        p.error("--pgx needs the pgx package: .venv/bin/pip install pgx (or leave --pgx out)")
+    say = functools.partial(print, file=sys.stderr if args.json else sys.stdout, flush=True)
     rows = []
     for size, n in zip(sizes, games, strict=True):
         impls = [("ours (positional superko)", ours(size, True)),
@@ -159,23 +177,22 @@ def main(argv=None):
                              compile_s=round(first - best, 1), run_s=round(best, 3),
                              positions_per_s=round(n * args.plies / best)))
             r = rows[-1]
-            print(f"{size}x{size} {name:28s} {n} games x {args.plies} plies: "
-                  f"{r['positions_per_s']:>9,} positions/s (compile {r['compile_s']} s)",
-                  flush=True)
+            say(f"{size}x{size} {name:28s} {n} games x {args.plies} plies: "
+                f"{r['positions_per_s']:>9,} positions/s (compile {r['compile_s']} s)")
         if args.features:
             r = feature_speed(size, n, args.plies, args.repeats)
             rows.append(r)
-            print(f"{size}x{size} {r['impl']:28s} {n} positions: "
-                  f"{r['positions_per_s']:>9,} positions/s (compile {r['compile_s']} s)",
-                  flush=True)
+            say(f"{size}x{size} {r['impl']:28s} {n} positions: "
+                f"{r['positions_per_s']:>9,} positions/s (compile {r['compile_s']} s)")
         if args.pgx:
             agree = agreement(size, n, args.plies)
             rows.append(dict(size=size, impl="agreement", **agree))
-            print(f"{size}x{size} pgx vs ours (simple ko): {agree}", flush=True)
+            say(f"{size}x{size} pgx vs ours (simple ko): {agree}")
     if args.json:
         print(json.dumps(dict(backend=jax.default_backend(), device=str(jax.devices()[0]),
                               rows=rows)))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from agz_jax.cache import enable_compilation_cache
-from agz_jax.go import dataset, sgf
+from agz_jax.go import dataset, play, sgf
 
 
 def main(argv=None) -> int:
@@ -33,6 +33,11 @@ def main(argv=None) -> int:
     p.add_argument("--skip-malformed", action="store_true",
                    help="report and skip malformed records instead of stopping")
     args = p.parse_args(argv)
+    if args.games_per_shard < 1:
+        p.error(f"--games-per-shard must be >= 1, got {args.games_per_shard}")
+    problem = play.out_dir_problem(args.out)
+    if problem:
+        p.error(problem)
     try:
         paths = [p for r in args.records for p in dataset.record_paths(r)]
         dataset.build(paths, args.out, args.ranks, args.games_per_shard,

@@ -30,6 +30,7 @@ import json
 import math
 import sys
 import time
+from pathlib import Path
 
 from agz_jax import arena
 from agz_jax.cache import enable_compilation_cache
@@ -56,6 +57,17 @@ def parse_args(argv=None):
                    help="our engine passes only when no other point is left")
     args = p.parse_args(argv)
     play.check_flags(p, args)
+    if not Path(args.model).is_dir():
+        p.error(f"--model {args.model} is not a model directory (the --out of "
+                "experiments.go_movepred, holding net.json)")
+    if args.opponent == "pachi":
+        try:
+            args.engine_path = play.find_pachi(args.engine_path)
+        except FileNotFoundError as e:
+            p.error(str(e))
+    if gtp.find_gnugo() is None:
+        p.error("gnugo (the referee) is not installed: apt-get install gnugo "
+                "(or `make gnugo` as root)")
     return args
 
 
@@ -92,8 +104,12 @@ def opponent_for_game(args, game: int, current: play.Opponent | None) -> play.Op
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    return play.resumable(lambda: run(args),
+                          f"the finished games are kept in {args.out} (match.json, games/)")
+
+
+def run(args) -> int:
     out = args.out
-    (out / "games").mkdir(parents=True, exist_ok=True)
     try:
         config, _, model_meta = net_lib.load(args.model)
     except (OSError, ValueError) as e:
@@ -114,6 +130,7 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    (out / "games").mkdir(parents=True, exist_ok=True)
     ours_argv = [sys.executable, "-m", "agz_jax.go.gtp_engine", "--model", str(args.model)]
     if args.no_pass_when_ahead:
         ours_argv.append("--no-pass-when-ahead")

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from agz_jax.cache import enable_compilation_cache
 from agz_jax.config import ConfigError
-from agz_jax.go import dataset, movepred, sgf
+from agz_jax.go import dataset, movepred, play, sgf
 from agz_jax.go import net as net_lib
 
 PRESETS = {
@@ -85,11 +85,16 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     preset = PRESETS[args.preset]
     try:
-        args.depths = tuple(int(d) for d in args.depths.split(",")) if args.depths \
-            else preset["depths"]
+        args.depths = preset["depths"] if args.depths is None \
+            else tuple(int(d) for d in args.depths.split(","))
     except ValueError:
-        p.error(f"--depths must be comma-separated integers, got {args.depths!r}")
-    args.filters = args.filters or preset["filters"]
+        p.error(f"--depths must be comma-separated integers (such as 3,6), got {args.depths!r}")
+    if args.filters is not None and args.filters < 1:
+        p.error(f"--filters must be >= 1, got {args.filters}")
+    args.filters = preset["filters"] if args.filters is None else args.filters
+    problem = play.out_dir_problem(args.out)
+    if problem:
+        p.error(problem)
     overrides = {f.name: getattr(args, f.name) for f in dataclasses.fields(movepred.TrainConfig)
                  if getattr(args, f.name) is not None}
     try:
@@ -101,6 +106,32 @@ def parse_args(argv=None):
     except (ConfigError, ValueError) as e:
         p.error(str(e))
     return args
+
+
+def net_dir_problem(d: Path, config, tc, resume: bool) -> str | None:
+    """What stops training ``config`` in ``d`` (None if nothing): a finished
+    net of other settings, or an interrupted run's checkpoint without
+    ``--resume``, or with settings other than its own."""
+    settings = {"net": config.to_dict(), "train": tc.to_dict()}
+    if (d / "record.json").exists():
+        rec = json.loads((d / "record.json").read_text())
+        if rec["net"] == settings["net"] and rec["train"] == settings["train"]:
+            return None
+        return f"{d} holds a net of other settings; choose another --out"
+    if not (d / "checkpoint.msgpack").exists():
+        return None
+    if not resume:
+        return (f"{d} holds the checkpoint of an interrupted run: pass --resume to continue "
+                "it, or pick a new --out")
+    if not (d / "settings.json").exists():
+        return None
+    saved = json.loads((d / "settings.json").read_text())
+    for part in ("net", "train"):
+        for k, v in settings[part].items():
+            if saved.get(part, {}).get(k) != v:
+                return (f"--resume: {d} was trained with {k} {saved.get(part, {}).get(k)!r}, "
+                        f"now {v!r}: give the same settings, or pick a new --out")
+    return None
 
 
 def main(argv=None) -> int:
@@ -127,19 +158,22 @@ def main(argv=None) -> int:
     say(f"{len(data.action)} positions of {len(data.sources)} games: "
         f"{int(train_mask.sum())} for training, {int(held_mask.sum())} held out "
         f"({len(set(data.game[held_mask].tolist()))} whole games)")
+    for config in nets:  # every net's directory checked before any is trained
+        problem = net_dir_problem(out / f"depth-{config.layers}", config, tc, args.resume)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
     records = []
     for config in nets:
         d = out / f"depth-{config.layers}"
         if (d / "record.json").exists():
             rec = json.loads((d / "record.json").read_text())
-            if rec["net"] == config.to_dict() and rec["train"] == tc.to_dict():
-                say(f"depth {config.layers}: done before ({d})")
-                records.append(rec)
-                continue
-            print(f"error: {d} holds a net of other settings; choose another --out",
-                  file=sys.stderr)
-            return 2
+            say(f"depth {config.layers}: done before ({d})")
+            records.append(rec)
+            continue
         d.mkdir(parents=True, exist_ok=True)
+        (d / "settings.json").write_text(json.dumps(
+            {"net": config.to_dict(), "train": tc.to_dict()}, indent=1))
         say(f"depth {config.layers}: {config.filters} filters, "
             f"{net_lib.GoNet(config).num_params(net_lib.init(config)):,} parameters")
 

@@ -34,7 +34,7 @@ import time
 
 import numpy as np
 
-from agz_jax.go import play, sgf
+from agz_jax.go import gtp, play, sgf
 
 
 def parse_args(argv=None):
@@ -53,6 +53,18 @@ def parse_args(argv=None):
     if args.opening < 0 or args.opening % 2 or (args.opening and args.handicap):
         p.error(f"--opening must be an even number >= 0, and 0 with --handicap, got "
                 f"{args.opening}")
+    try:
+        play.random_opening(args.size, args.opening, np.random.default_rng(0))
+    except ValueError as e:
+        p.error(f"--opening: {e} of a {args.size}x{args.size} board: pass a smaller --opening")
+    if args.engine == "pachi":
+        try:
+            args.engine_path = play.find_pachi(args.engine_path)
+        except FileNotFoundError as e:
+            p.error(str(e))
+    elif args.engine_path is None and gtp.find_gnugo() is None:
+        p.error("gnugo is not installed: apt-get install gnugo (or `make gnugo` as root), "
+                "or pass --engine-path")
     return args
 
 
@@ -66,6 +78,11 @@ def settings_of(args) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    return play.resumable(lambda: run(args),
+                          f"the records written so far are kept in {args.out}")
+
+
+def run(args) -> int:
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     meta_path = out / "records.json"
@@ -119,7 +136,7 @@ def main(argv=None) -> int:
                 meta["violations"].append({"game": i, "error": str(e)})
             else:
                 sgf.write(record, out / f"game-{i:05d}.sgf")
-                meta["written"] = len(list(out.glob("game-*.sgf")))
+                meta["written"] = _written(out, args.games)
             meta_path.write_text(json.dumps(meta, indent=2))
             if n % 10 == 0 or n == len(todo) - 1:
                 rate = (time.perf_counter() - t0) / (n + 1)
@@ -129,11 +146,17 @@ def main(argv=None) -> int:
         for e in (engine, referee):
             if e is not None:
                 e.close()
-    meta["written"] = len(list(out.glob("game-*.sgf")))
+    meta["written"] = _written(out, args.games)
     meta_path.write_text(json.dumps(meta, indent=2))
     print(f"{meta['written']} records in {out}; {len(meta['violations'])} games broke the "
           "rules and were not saved", flush=True)
     return 0
+
+
+def _written(out, games: int) -> int:
+    """This run's records in ``out`` (``game-NNNNN.sgf`` for game 0..games-1;
+    other SGF files there are not counted)."""
+    return sum((out / f"game-{i:05d}.sgf").exists() for i in range(games))
 
 
 def _with_result(record: sgf.Record, text: str) -> sgf.Record:

@@ -11,8 +11,9 @@ in GnuGo (``--chinese-rules --forbid-suicide``, with ``--positional-superko``
 unless ``--simple-ko``), comparing at every position the legal moves
 (``all_legal``) and the board after the move (``list_stones``), and at the end of
 every game that was passed out and where GnuGo sees no dead stone the area score
-(``final_score``). ``--jobs`` GnuGo processes run at once. Exits 1 on any
-disagreement (the first ones are printed).
+(``final_score``; nor on an empty board, which GnuGo does not score as area).
+``--jobs`` GnuGo processes run at once. ``--out`` is not replaced unless
+``--force``. Exits 1 on any disagreement (the first ones are printed).
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ import argparse
 import concurrent.futures
 import dataclasses
 import json
+import math
 import sys
 import time
 from pathlib import Path
 
 import jax
 
-from agz_jax.go import gtp, referee
+from agz_jax import cli
+from agz_jax.go import gtp, play, referee
 from agz_jax.go.rules import Rules
 
 
@@ -44,15 +47,39 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=2, help="GnuGo processes at once")
     p.add_argument("--gnugo", default=None, help="path of the gnugo program")
-    p.add_argument("--out", default=None, help="write the tallies as JSON here")
+    p.add_argument("--out", default=None,
+                   help="write the tallies as JSON here (an existing file only with --force)")
+    p.add_argument("--force", action="store_true", help="replace an existing --out file")
     args = p.parse_args(argv)
-    args.sizes = [int(s) for s in args.sizes.split(",")]
-    games = [int(g) for g in str(args.games).split(",")]
+    try:
+        args.sizes = [int(s) for s in args.sizes.split(",")]
+        games = [int(g) for g in str(args.games).split(",")]
+    except ValueError:
+        p.error(f"--sizes and --games take whole numbers, comma-separated (such as "
+                f"--sizes 9,13 --games 64,32), got {args.sizes!r} and {args.games!r}")
+    if not all(2 <= s <= 19 for s in args.sizes):
+        p.error(f"--sizes must be in 2..19 (GnuGo's boards), got {args.sizes}")
     if len(games) == 1:
         games = games * len(args.sizes)
     if len(games) != len(args.sizes) or min(games) < 1:
         p.error("--games: one positive number, or one per size")
     args.games = games
+    for name in ("chunk", "jobs"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if not 0 <= args.pass_prob <= 1:  # False for nan too
+        p.error(f"--pass-prob must be a probability in 0..1, got {args.pass_prob}")
+    if not math.isfinite(args.komi) or (2 * args.komi) % 1:
+        p.error(f"--komi must be a whole or half number, got {args.komi}")
+    if args.seed < 0:
+        p.error(f"--seed must be >= 0, got {args.seed}")
+    problem = play.engine_path_problem(args.gnugo, "--gnugo")
+    if problem:
+        p.error(problem)
+    if args.out is not None:
+        problem = cli.out_file_problem(Path(args.out), args.force)
+        if problem:
+            p.error(f"--out {args.out}: {problem}")
     return args
 
 
@@ -92,9 +119,18 @@ def check_size(size: int, games: int, args) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted: nothing is kept (the sizes finished were printed above"
+              + ("; --out was not written)" if args.out else ")"), file=sys.stderr)
+        return 130
+
+
+def run(args) -> int:
     path = gtp.find_gnugo() if args.gnugo is None else args.gnugo
     if path is None:
-        print("gnugo is not installed: apt-get install gnugo (or `make gnugo` as root)",
+        print("error: gnugo is not installed: apt-get install gnugo (or `make gnugo` as root)",
               file=sys.stderr)
         return 2
     version = gtp.GtpEngine([path, "--mode", "gtp"])
@@ -110,7 +146,8 @@ def main(argv=None) -> int:
               f"{row['legal_checks']:,} legal-move checks, {row['captures']:,} stones captured, "
               f"{row['ko_positions']:,} ko positions, {row['superko_positions']:,} where "
               f"superko forbids a move simple ko allows, {row['scores']} scores compared "
-              f"({row['scores_skipped']} skipped: dead stones), {row['forgotten_superko']} "
+              f"({row['scores_skipped']} skipped: dead stones or an empty board), "
+              f"{row['forgotten_superko']} "
               f"superko repetitions GnuGo's 500-move history misses, "
               f"{row['num_disagreements']} disagreements ({row['seconds']} s)", flush=True)
         for d in row["disagreements"][:5]:

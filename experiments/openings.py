@@ -38,6 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agz_jax import cli
+
 
 def candidates(size: int, box: int) -> np.ndarray:
     """int32[K, 3]: centre, then two more stones in the central box, one per
@@ -193,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
               f"halves), got {args.games}", file=sys.stderr)
         return 2
     if args.out is not None:
-        problem = out_problem(args.out, args.force)
+        problem = cli.out_file_problem(args.out, args.force)
         if problem:
             print(f"error: --out {args.out}: {problem}", file=sys.stderr)
             return 2
@@ -246,19 +248,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(keep)} of {len(moves)} candidate openings kept; their mean "
           f"{score[keep].mean():.3f}, all candidates' {score.mean():.3f}; wrote {args.out}")
     return 0
-
-
-def out_problem(out: Path, force: bool) -> str | None:
-    """What stops writing the set to ``out`` (None if nothing): a directory, an
-    existing file without ``force``, or a file where a parent directory goes."""
-    if out.is_dir():
-        return "is a directory; give a file name"
-    if out.exists() and not force:
-        return "exists; give another file, or --force to replace it"
-    parent = next((d for d in out.parents if d.exists()), None)
-    if parent is not None and not parent.is_dir():
-        return f"{parent} is not a directory"
-    return None
 
 
 def check(args: argparse.Namespace, size: int, gamma: float) -> int:

@@ -6,6 +6,7 @@ GnuGo's own ladder reader. Skipped where gnugo is not installed."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -139,3 +140,14 @@ def test_a_forgotten_superko_repetition_is_recognised():
         assert not referee.repeats(e, FIVE_SIMPLE, games, 0, 1, "black", "E1")
         assert np.array_equal(referee.board_of(FIVE_SIMPLE, e), before)
         assert e.send("move_history") == history
+
+
+def test_an_empty_board_passed_out_is_not_scored(engine):
+    # two passes on an empty board: GnuGo's final_score is no area count there
+    # (B+5.5 with komi 7.5, where area scoring gives W+7.5): skipped, as dead stones are
+    games = referee.random_games(NINE, jax.random.PRNGKey(0), 2, pass_prob=1.0)
+    tally = referee.Tally()
+    for g in range(2):
+        tally.add(referee.check_game(NINE, games, g, engine))
+    assert tally.disagreements == []
+    assert tally.scores == 0 and tally.scores_skipped == 2

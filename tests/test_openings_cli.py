@@ -95,7 +95,7 @@ def test_bad_make_flags_are_refused_before_the_search(judge, tmp_path, capsys, m
             (["--out", str(taken)], "exists; give another file, or --force"),
             (["--out", str(folder)], "is a directory"),
             (["--out", str(folder), "--force"], "is a directory"),
-            (["--out", str(taken / "set.txt"), "--force"], "is not a directory"),
+            (["--out", str(taken / "set.txt"), "--force"], "is a file, not a directory"),
             (["--out", str(tmp_path / "new.txt"), "--max-deviation", "-1"],
              "--max-deviation must be >= 0"),
             # A box that is odd but larger than the 9x9 board.

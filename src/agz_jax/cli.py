@@ -382,6 +382,20 @@ def check_out(out: Path) -> None:
         raise ConfigError(f"--out {out} is a file; give a directory for the run")
 
 
+def out_file_problem(out: Path, force: bool) -> str | None:
+    """What stops a command writing its file ``--out`` (None if nothing): a
+    directory, an existing file without ``force``, or a file where a parent
+    directory goes."""
+    if out.is_dir():
+        return "is a directory; give a file name"
+    if out.exists() and not force:
+        return "exists; give another file, or --force to replace it"
+    parent = next((d for d in out.parents if d.exists()), None)
+    if parent is not None and not parent.is_dir():
+        return f"{parent} is a file, not a directory; give another --out"
+    return None
+
+
 def damaged_way_out(error, flag: str = "--resume-from") -> str:
     """The one-line message of a ``checkpoint.DamagedCheckpoint``, with the way out."""
     if error.intact is None:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from agz_jax.go import gtp
@@ -53,11 +55,44 @@ def check_flags(parser, args) -> None:
         parser.error(f"--playouts must be >= 500 (Pachi's minimum), got {args.playouts}")
     if (2 * args.komi) % 1:
         parser.error(f"--komi must be a whole or half number, got {args.komi}")
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0, got {args.seed}")
+    problem = out_dir_problem(args.out) or engine_path_problem(args.engine_path)
+    if problem:
+        parser.error(problem)
     cap = 4 * args.size * args.size
     if args.max_moves is None:
         args.max_moves = 3 * args.size * args.size
     if not 1 <= args.max_moves <= cap:
         parser.error(f"--max-moves must be in 1..{cap} (the replay's cap), got {args.max_moves}")
+
+
+def out_dir_problem(path, flag: str = "--out") -> str | None:
+    """Why ``path`` cannot be made an output directory (it, or a folder above
+    it, is a file), or None."""
+    path = Path(path)
+    for p in (path, *path.parents):
+        if p.exists():
+            if p.is_dir():
+                return None
+            what = "is" if p == path else f"(above {path}) is"
+            return f"{flag} {p} {what} a file, not a directory: pick another {flag}"
+    return None
+
+
+def engine_path_problem(path: str | None, flag: str = "--engine-path") -> str | None:
+    """Why ``path`` (a program's name or path; None: the default) cannot be run,
+    or None."""
+    if path is None or shutil.which(path):
+        return None
+    p = Path(path)
+    if p.is_file() and os.access(p, os.X_OK):
+        return f"{flag} {path}: a bare name is looked up on PATH: pass it as ./{path}"
+    if p.is_file():
+        return f"{flag} {path} is not executable: chmod +x it or pass another {flag}"
+    if p.is_dir():
+        return f"{flag} {path} is a directory, not a program: pass the program's path"
+    return f"{flag} {path}: no such program: pass the engine's path (or leave {flag} out)"
 
 
 def resume(path: Path, settings: dict, fresh: dict, what: str) -> dict:
@@ -243,3 +278,14 @@ def referee_score(referee: gtp.GtpEngine, record: Record) -> tuple[str, float]:
         referee.send(f"play {LETTERS[colour]} {vertex(record.size, action)}")
     text = referee.send("final_score")
     return text, parse_score(text)
+
+
+def resumable(run: Callable[[], int], kept: str) -> int:
+    """``run()``'s exit status; on Ctrl-C, one line saying what is ``kept`` and that
+    the same command continues, and 130."""
+    try:
+        return run()
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {kept}; run the same command again to continue",
+              file=sys.stderr)
+        return 130

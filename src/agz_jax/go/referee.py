@@ -16,7 +16,8 @@ referee engine and compares, position by position:
   ``--chinese-rules``): GnuGo removes the stones it judges dead, so the games are
   played out (random moves that never fill one's own eye, a pass only when
   nothing else is left) and a score is compared only where GnuGo finds no dead
-  stone (``final_status_list dead`` empty); the others are counted apart.
+  stone (``final_status_list dead`` empty) and the board is not empty (GnuGo
+  does not score an empty board by area); the others are counted apart.
 
 The moves come from a policy that never fills its own one-point eyes, so games
 run to the end and capture a lot (kos and superko repetitions included).
@@ -198,7 +199,9 @@ def check_game(rules: Rules, games: Games, g: int, engine: GtpEngine,
         tally.superko_positions += int(games.superko[g, t])
         tally.captures += int(games.captured[g, t])
     if score and games.passes[g] >= 2:
-        if engine.send("final_status_list dead").split():
+        # GnuGo's final_score of an empty board is no area count (it gave B+5.5
+        # with komi 7.5, where area scoring gives W+7.5): skipped like dead stones
+        if not board_of(rules, engine).any() or engine.send("final_status_list dead").split():
             tally.scores_skipped += 1
         else:
             theirs = parse_score(engine.send("final_score"))
