@@ -208,6 +208,7 @@ def cmd_run(args) -> int:
     from experiments import ladder
 
     plan = ablation.load(args.config)
+    not_a_file(args.out, "--out")
     check(plan, args.out)
     if args.state is not None:
         check_state(plan, args.state)
@@ -290,11 +291,25 @@ def cmd_save(args) -> int:
     return 0
 
 
+def not_a_file(path: Path, flag: str) -> None:
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{flag} {path} is a file, not a directory; give a directory")
+
+
 def cmd_report(args) -> int:
+    not_a_file(args.docs, "--docs")
+    if args.out is not None:
+        not_a_file(args.out, "--out")
+        if not (args.out / "ablation.json").exists():
+            raise ConfigError(f"{args.out} holds no ablation sweep (no ablation.json); give "
+                              "the sweep directory of experiments.ablation run")
+    else:
+        missing = [f for f in DATA_FILES[:2] if not (args.docs / f).exists()]
+        if missing:  # before --docs is made
+            raise ConfigError(f"{args.docs} holds no ablation data ({', '.join(missing)} "
+                              "missing): give --out SWEEP_DIR, or run the sweep first")
     args.docs.mkdir(parents=True, exist_ok=True)
     if args.out is not None:
-        if not (args.out / "ablation.json").exists():
-            raise ConfigError(f"{args.out} holds no ablation sweep (no ablation.json)")
         for name in DATA_FILES:
             if (args.out / name).exists():
                 shutil.copyfile(args.out / name, args.docs / name)

@@ -157,3 +157,11 @@ def play_missing(plan, out: Path, index: dict, state: dict, verbose: bool, say) 
         say(f"    match {i}/{len(todo)}: {a} vs {b}: {s.wins}-{s.draws}-{s.losses} "
             f"({s.score:.2f}), {wall:.0f} s")
     return len(todo)
+
+
+if __name__ == "__main__":
+    import sys
+
+    print("error: experiments.ablation_matches is a part of experiments.ablation, not a "
+          "command; run python -m experiments.ablation --help", file=sys.stderr)
+    sys.exit(2)

@@ -252,3 +252,11 @@ def restore_state(plan, state: Path, out: Path, say) -> None:
 
 
 # ------------------------------------------------------------------ reports
+
+
+if __name__ == "__main__":
+    import sys
+
+    print("error: experiments.ablation_store is a part of experiments.ablation, not a command; run "
+          "python -m experiments.ablation --help", file=sys.stderr)
+    sys.exit(2)

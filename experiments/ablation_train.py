@@ -251,3 +251,11 @@ def strip_flag(flags: list[str], name: str) -> list[str]:
             continue
         out.append(f)
     return out
+
+
+if __name__ == "__main__":
+    import sys
+
+    print("error: experiments.ablation_train is a part of experiments.ablation, not a command; run "
+          "python -m experiments.ablation --help", file=sys.stderr)
+    sys.exit(2)

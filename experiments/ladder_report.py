@@ -109,3 +109,11 @@ def plot(fit, lines: list[dict], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+if __name__ == "__main__":
+    import sys
+
+    print("error: experiments.ladder_report is a part of experiments.ladder, not a command; run "
+          "python -m experiments.ladder --help", file=sys.stderr)
+    sys.exit(2)

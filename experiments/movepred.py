@@ -40,7 +40,7 @@ import sys
 import time
 from pathlib import Path
 
-from agz_jax.cli import grid_points, parse_assignment
+from agz_jax.cli import INTERRUPTED, grid_points, parse_assignment
 from agz_jax.config import Config, ConfigError, GameConfig, NetConfig, TrainConfig
 from agz_jax.movepred import MovePredConfig, check
 from agz_jax.presets import get_preset
@@ -110,6 +110,16 @@ def check_records(directory: Path, size: int) -> None:
                           "--set game.size=N for records of another board") from None
 
 
+def check_out(out: Path) -> None:
+    """ConfigError unless ``out`` is new, an empty directory, or this tool's own
+    (its ``movepred.json``, written before anything runs: a stopped run continues)."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a directory; choose a new --out")
+    if out.is_dir() and any(out.iterdir()) and not (out / "movepred.json").is_file():
+        raise ConfigError(f"--out {out} holds other files and is not a movepred experiment "
+                          "(no movepred.json); choose a new or empty --out")
+
+
 def parse(argv: list[str]):
     """Everything checked, nothing compiled: (args, base pair, [(setting, config, mp)])."""
     p = argparse.ArgumentParser(prog="python -m experiments.movepred", description=__doc__,
@@ -123,6 +133,7 @@ def parse(argv: list[str]):
     args = p.parse_args(argv)
     if args.preset not in PRESETS:
         raise ConfigError(f"unknown preset {args.preset!r}; choose one of {sorted(PRESETS)}")
+    check_out(args.out)
     config, mp, axes = PRESETS[args.preset]
     fixed = dict(parse_assignment(s, "--set", split=False) for s in args.set)
     fixed = {k: v[0] for k, v in fixed.items()}
@@ -164,6 +175,18 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # argparse: usage error (already printed) or --help
         return int(e.code or 0)
 
+    command = shlex.join(["python", "-m", "experiments.movepred", *argv])
+    try:
+        return run(args, config, mp, points, command)
+    except KeyboardInterrupt:
+        print(f"interrupted: the finished settings and the games made are kept in {args.out} "
+              f"(the setting in progress is lost); continue with the same command: {command}",
+              file=sys.stderr)
+        return INTERRUPTED
+
+
+def run(args, config: Config, mp: MovePredConfig, points: list, command: str) -> int:
+    """The experiment after its command line checked (KeyboardInterrupt on Ctrl-C)."""
     from agz_jax.cache import enable_compilation_cache
 
     enable_compilation_cache()
@@ -171,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "movepred.json").write_text(json.dumps({
-        "command": shlex.join(["python", "-m", "experiments.movepred", *argv]),
+        "command": command,
         "preset": args.preset, "base": config.to_dict(), "movepred": mp.to_dict(),
         "settings": [label(s) for s, _, _ in points]}, indent=2))
     print(f"movepred {args.out}: {len(points)} settings, preset {args.preset}", flush=True)

@@ -3,6 +3,7 @@
     python -m experiments.reuse --model campaign --games 200 --sims 64 --seed 1
     python -m experiments.reuse --model campaign --games 200 --ms 100 --seed 2
     python -m experiments.reuse --report      # docs/reuse.md from docs/reuse.jsonl
+    python -m experiments.reuse --report --ledger runs/r.jsonl   # runs/reuse.md
 
 Both players are ``agz_jax.engine.Engine`` on the same model and nets, PUCT
 (reuse needs it), the engine's own tactics guard included; they differ only in
@@ -76,6 +77,7 @@ def run_match(model_name: str, *, games: int, sims: int | None, ms: float | None
 
     model = models.load(model_name)
     rules = model.rules
+    book = opening_sets.load(openings_name, rules.size)  # before anything compiles
     capacity = sims if sims is not None else max_sims
     reusing = engine.Engine(model, max_simulations=capacity, chunk=chunk, seed=seed,
                             algorithm="puct", reuse=True)
@@ -83,7 +85,6 @@ def run_match(model_name: str, *, games: int, sims: int | None, ms: float | None
                           algorithm="puct", reuse=False)
     reusing.warmup()
     plain.warmup()
-    book = opening_sets.load(openings_name, rules.size)
     rng = np.random.default_rng(seed)
     picks = rng.choice(len(book), size=(games + 1) // 2, replace=len(book) < (games + 1) // 2)
     winners, a_black, stats = [], [], []
@@ -126,8 +127,21 @@ def _sha(model) -> str:
     return h.hexdigest()[:12]
 
 
-def report(ledger: Path = LEDGER, out: Path = REPORT) -> str:
-    rows = [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
+def report_path(ledger: Path) -> Path:
+    """Where the report of ``ledger`` goes: reuse.md beside it (docs/reuse.md for
+    the default ledger)."""
+    return ledger.parent / REPORT.name
+
+
+def report(ledger: Path = LEDGER, out: Path | None = None) -> str:
+    """Write the table of ``ledger``'s rows to ``out`` (default ``report_path``)
+    and return it. ValueError (one line) if the ledger is not the JSON lines of
+    this tool."""
+    out = report_path(ledger) if out is None else out
+    try:
+        rows = [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"--ledger {ledger} is not a ledger of JSON lines ({e})") from None
     lines = [
         "# Subtree reuse, measured",
         "",
@@ -142,6 +156,9 @@ def report(ledger: Path = LEDGER, out: Path = REPORT) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        if not isinstance(r, dict) or not {"sims", "ms", "model", "reuse"} <= r.keys():
+            raise ValueError(f"--ledger {ledger} holds a line that is not a match of "
+                             "experiments.reuse; give its own ledger")
         budget = f"{r['sims']} visits" if r["sims"] else f"{r['ms']:g} ms (≤{r['max_sims']})"
         lines.append(
             f"| {budget} | {r['model']} | {r['games']} | {r['reuse_score']:.3f} "
@@ -152,6 +169,11 @@ def report(ledger: Path = LEDGER, out: Path = REPORT) -> str:
     text = "\n".join(lines) + "\n"
     out.write_text(text)
     return text
+
+
+def fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,11 +187,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-sims", type=int, default=1024, help="tree size with --ms")
     p.add_argument("--openings", default="balanced15", help="opening set (name or file)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--ledger", type=Path, default=LEDGER, help="JSON lines appended here")
-    p.add_argument("--report", action="store_true", help="write docs/reuse.md and stop")
+    p.add_argument("--ledger", type=Path, default=LEDGER,
+                   help=f"JSON lines appended here (default {LEDGER.relative_to(ROOT)}); "
+                        f"{REPORT.name} is written beside it by --report")
+    p.add_argument("--report", action="store_true",
+                   help="play nothing: write the report beside the ledger and stop")
     args = p.parse_args(argv)
+    above = next((d for d in args.ledger.parents if d.exists()), None)
+    if args.ledger.is_dir() or (above is not None and not above.is_dir()):
+        return fail(f"--ledger {args.ledger} is not a file path; give a .jsonl file")
+    if report_path(args.ledger).resolve() == args.ledger.resolve():
+        return fail(f"--ledger {args.ledger} is the name of the report written beside it; "
+                    "give a .jsonl file")
     if args.report:
-        print(report(args.ledger))
+        if not args.ledger.is_file():
+            return fail(f"--ledger {args.ledger} not found; play a match first (leave out "
+                        "--report)")
+        try:
+            print(report(args.ledger))
+        except ValueError as e:
+            return fail(str(e))
         return 0
     if args.sims is None and args.ms is None:
         p.error("give the budget: --sims N (equal visits) or --ms T (equal time)")
@@ -177,12 +214,21 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--games must be even and at least 2, got {args.games}")
     if (args.sims is not None and args.sims < 1) or (args.ms is not None and args.ms <= 0):
         p.error("--sims and --ms must be positive")
+    if args.max_sims < 1:
+        return fail(f"--max-sims must be a positive integer, got {args.max_sims}")
 
-    from agz_jax import cache
+    from agz_jax import cache, models
+    from agz_jax import openings as opening_sets
 
     cache.enable_compilation_cache()
-    result = run_match(args.model, games=args.games, sims=args.sims, ms=args.ms,
-                       max_sims=args.max_sims, openings_name=args.openings, seed=args.seed)
+    try:
+        result = run_match(args.model, games=args.games, sims=args.sims, ms=args.ms,
+                           max_sims=args.max_sims, openings_name=args.openings,
+                           seed=args.seed)
+    except models.ModelError as e:
+        return fail(f"--model: {e}")
+    except opening_sets.OpeningsError as e:
+        return fail(f"--openings: {e}")
     args.ledger.parent.mkdir(parents=True, exist_ok=True)
     with args.ledger.open("a") as f:
         f.write(json.dumps(result) + "\n")

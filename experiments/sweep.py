@@ -40,7 +40,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from agz_jax import clock
+from agz_jax import cli, clock
 from agz_jax.config import ConfigError
 from agz_jax.presets import PRESETS, get_preset
 
@@ -79,10 +79,31 @@ def parse(argv: list[str]):
     p.add_argument("--vmap-max-gb", type=float, default=2.0,
                    help="with --vmap-seeds: budget of a setting's stacked run states (2)")
     args = p.parse_args(argv)
+    if args.vmap_seeds and not args.vmap_max_gb > 0:
+        raise ConfigError(f"--vmap-max-gb must be positive, not {args.vmap_max_gb:g}")
+    check_out(args.out)
     base = get_preset(args.preset)
     sets = [sweep.parse_set(s) for s in args.set]
     base, runs = sweep.grid(base, sweep.parse_seeds(args.seeds), sets)
     return args, base, runs
+
+
+class Stopped(Exception):
+    """A run stopped by Ctrl-C or SIGTERM (it kept its checkpoints): ``status``."""
+
+    def __init__(self, status: int):
+        super().__init__(status)
+        self.status = status
+
+
+def check_out(out: Path) -> None:
+    """ConfigError unless ``out`` is new, an empty directory, or a sweep's own
+    (its ``sweep.json``, written before the first run: an interrupted sweep resumes)."""
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a directory; choose a new --out")
+    if out.is_dir() and any(out.iterdir()) and not (out / "sweep.json").is_file():
+        raise ConfigError(f"--out {out} holds other files and is not a sweep (no sweep.json); "
+                          "choose a new or empty --out")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,9 +133,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
+    command = shlex.join(["python", "-m", "experiments.sweep", *argv])
+    try:
+        return sweep_runs(args, base, runs, plans, command)
+    except (KeyboardInterrupt, Stopped) as e:
+        print(f"interrupted: finished runs and checkpoints are kept in {args.out}; "
+              f"resume with the same command: {command}", file=sys.stderr)
+        return e.status if isinstance(e, Stopped) else cli.INTERRUPTED
+
+
+def sweep_runs(args, base, runs, plans, command: str) -> int:
+    """The runs of the sweep (KeyboardInterrupt on Ctrl-C), then its report."""
+    from agz_jax import sweep
+    from experiments import selfplay
+
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "sweep.json").write_text(json.dumps({
-        "command": shlex.join(["python", "-m", "experiments.sweep", *argv]),
+        "command": command,
         "preset": args.preset, "base": base.to_dict(), "seeds": sorted({r.seed for r in runs}),
         "settings": list(dict.fromkeys(r.label for r in runs)), "runs": len(runs),
         "vmap_seeds": args.vmap_seeds,
@@ -141,12 +176,16 @@ def main(argv: list[str] | None = None) -> int:
         run_flags = ["--out", str(run_dir), "--resume", "--quiet"] if resume else flags
         t0 = clock.running()
         tee = Tee(sys.stdout, quiet=not args.verbose)
-        with contextlib.redirect_stdout(tee):
+        err = Tee(sys.stderr, quiet=not args.verbose)  # the run's own advice: not this sweep's
+        with contextlib.redirect_stdout(tee), contextlib.redirect_stderr(err):
             rc = selfplay.main(run_flags)
         out = "".join(tee.parts)
         found = re.search(r"params sha256 ([0-9a-f]{64})", out)
+        if rc in (cli.INTERRUPTED, cli.TERMINATED):  # handled by the run: checkpoints kept
+            raise Stopped(rc)
         if rc != 0 or not found:
-            print(f"{name}: failed (exit {rc})\n{out[-3000:]}", file=sys.stderr)
+            print(f"{name}: failed (exit {rc})\n{(out + ''.join(err.parts))[-3000:]}",
+                  file=sys.stderr)
             return 1
         wall = clock.running() - t0
         rec = sweep.write_record(r, run_dir, found.group(1), wall)
@@ -285,4 +324,4 @@ def run_vmapped(plans, args) -> dict[Path, dict]:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    cli.leave(main())

@@ -147,7 +147,10 @@ def test_committed_state_is_of_the_committed_sweep_and_intact():
     (lambda s: s["evaluation"].update(target_games=3), "evaluation.target_games"),
     (lambda s: s["evaluation"].update(target="mcts:x:2"), "names player 'mcts:x:2'"),
     (lambda s: s["evaluation"].update(target="mentor:1"), "must be in the pool"),
-    (lambda s: s.update(seeds="3-1"), "--seeds"),
+    (lambda s: s.update(seeds="3-1"), "tiny.toml: seeds must be"),
+    (lambda s: s.update(preset="nope"), "tiny.toml: preset: unknown preset 'nope'"),
+    (lambda s: s["arms"][1]["curriculum"].update({"imitate.level": 99}),
+     "tiny.toml: arms[1].curriculum (arm 'curriculum'): imitate.level"),
 ])
 def test_bad_sweep_files_fail_naming_the_field(edit, field):
     s = source()
@@ -155,6 +158,29 @@ def test_bad_sweep_files_fail_naming_the_field(edit, field):
     with pytest.raises(ConfigError) as e:
         ablation.parse(s, "tiny.toml")
     assert field in str(e.value) and "\n" not in str(e.value)
+    assert "tiny.toml" in str(e.value) and "--seeds" not in str(e.value)
+
+
+def test_file_as_directory_and_failed_report_make_nothing(tmp_path, capsys):
+    from experiments import ablation as cli
+
+    f = tmp_path / "file.txt"
+    f.write_text("mine")
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY)
+    for argv in (["run", "--config", str(config), "--out", str(f)],
+                 ["report", "--docs", str(f)], ["report", "--out", str(f), "--docs",
+                                                 str(tmp_path / "d")]):
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1 and "is a file" in err
+        assert f.read_text() == "mine" and not (tmp_path / "d").exists()
+    assert cli.main(["report", "--docs", str(tmp_path / "missing")]) == 2
+    assert "no ablation data" in capsys.readouterr().err
+    assert cli.main(["report", "--out", str(tmp_path / "nosweep"), "--docs",
+                     str(tmp_path / "m4")]) == 2
+    assert "no ablation sweep" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists() and not (tmp_path / "m4").exists()
 
 
 def test_budget_and_snapshots_of_the_tiny_sweep():

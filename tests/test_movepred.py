@@ -221,3 +221,32 @@ def test_bad_records_fail_before_anything_runs(tmp_path, capsys, psq_dir, monkey
         assert err.startswith(f"error: movepred.records: {where}") and err.count("\n") == 1, err
         assert problem in err and "--set movepred.records=DIR" in err, err
         assert not out.exists()
+
+
+def test_out_must_be_new_empty_or_its_own(tmp_path, capsys):
+    f = tmp_path / "file.txt"
+    f.write_text("mine")
+    assert cli.main(["--out", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "is a file" in err
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "table.md").write_text("my table")
+    assert cli.main(["--out", str(user)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a movepred experiment" in err
+    assert sorted(p.name for p in user.iterdir()) == ["table.md"]
+
+
+def test_interrupt_is_one_line_and_130(tmp_path, capsys, monkeypatch):
+    def stop(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(movepred, "load_or_make_games", stop)
+    out = tmp_path / "mp"
+    assert cli.main(["--out", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("interrupted: ") and err.count("\n") == 1
+    assert "python -m experiments.movepred --out" in err
+    assert (out / "movepred.json").is_file()  # its own: the same command is accepted again
+    assert cli.main(["--out", str(out)]) == 130

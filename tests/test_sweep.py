@@ -171,3 +171,52 @@ def test_sweep_refuses_bad_grid_before_running(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "decay.gamma" in proc.stderr
     assert not (tmp_path / "s").exists()
+
+
+def sweep_main(argv, capsys):
+    from experiments import sweep as cmd
+
+    rc = cmd.main(argv)
+    return rc, capsys.readouterr()
+
+
+def test_sweep_refuses_file_or_foreign_dir_as_out(tmp_path, capsys):
+    f = tmp_path / "file.txt"
+    f.write_text("mine")
+    rc, cap = sweep_main(["--out", str(f), "--seeds", "0"], capsys)
+    assert rc == 2 and cap.err.count("\n") == 1 and "is a file" in cap.err
+    assert f.read_text() == "mine"
+    user = tmp_path / "user"
+    user.mkdir()
+    (user / "summary.md").write_text("my table")
+    rc, cap = sweep_main(["--out", str(user), "--seeds", "0"], capsys)
+    assert rc == 2 and cap.err.count("\n") == 1 and "not a sweep" in cap.err
+    assert sorted(p.name for p in user.iterdir()) == ["summary.md"]
+    assert (user / "summary.md").read_text() == "my table"
+
+
+def test_sweep_vmap_max_gb_must_be_positive(tmp_path, capsys):
+    rc, cap = sweep_main(["--out", str(tmp_path / "s"), "--seeds", "0", "--vmap-seeds",
+                          "--vmap-max-gb", "-1"], capsys)
+    assert rc == 2 and "--vmap-max-gb must be positive" in cap.err
+    assert not (tmp_path / "s").exists()
+
+
+def test_sweep_interrupt_names_the_sweep_command(tmp_path, capsys, monkeypatch):
+    from experiments import selfplay
+
+    def stopped(flags):
+        print("interrupted: continue with python -m experiments.selfplay --resume",
+              file=sys.stderr)
+        return 130
+
+    monkeypatch.setattr(selfplay, "main", stopped)
+    out = tmp_path / "s"
+    rc, cap = sweep_main(["--out", str(out), "--seeds", "0", *TINY], capsys)
+    assert rc == 130
+    assert "failed" not in cap.err and "experiments.selfplay" not in cap.err
+    assert "interrupted" in cap.err and "python -m experiments.sweep --out" in cap.err
+    assert (out / "sweep.json").is_file()
+    # the same command resumes: the sweep's own directory is accepted
+    rc, cap = sweep_main(["--out", str(out), "--seeds", "0", *TINY], capsys)
+    assert rc == 130

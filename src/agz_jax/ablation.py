@@ -180,10 +180,16 @@ def parse(source: dict, where: str = "ablation") -> Plan:
     if not isinstance(name, str) or not NAME.match(name):
         raise _err(f"{where}: name", f"must be a simple name (letters, digits, _.=+-), "
                    f"got {name!r}")
-    get_preset(source["preset"])  # ConfigError naming the presets
+    try:
+        get_preset(source["preset"])  # ConfigError naming the presets
+    except ConfigError as e:
+        raise _err(f"{where}: preset:", str(e)) from None
     seeds = source["seeds"]
     if isinstance(seeds, str):
-        seeds = sweep.parse_seeds(seeds)
+        try:
+            seeds = sweep.parse_seeds(seeds)
+        except ConfigError:
+            seeds = None  # the message below names the file and the key
     if (not isinstance(seeds, list) or not seeds
             or any(not isinstance(s, int) or isinstance(s, bool) or s < 0 for s in seeds)
             or len(set(seeds)) != len(seeds)):
@@ -255,8 +261,11 @@ def parse(source: dict, where: str = "ablation") -> Plan:
             raise _err(f"{at}.curriculum_games", f"({cgames}) leaves less than one self-play "
                        f"iteration ({gpi} games) of the {games} games")
         if curriculum:
-            stages = arm_base.replace(**curriculum).curriculum.stages if (
-                "curriculum.stages" in curriculum) else None
+            try:
+                stages = arm_base.replace(**curriculum).curriculum.stages if (
+                    "curriculum.stages" in curriculum) else None
+            except ConfigError as e:
+                raise _err(f"{at}.curriculum (arm {arm_name!r}):", str(e)) from None
             if stages is None:
                 raise _err(f"{at}.curriculum", "must name its stages (curriculum.stages = "
                            "\"basic,imitate\")")
