@@ -76,6 +76,14 @@ def test_header_only_is_an_empty_game(tmp_path):
         ("Piskvorky 7x7, 11:11, 0\n1,1,0\n8,1,0\n", 3, "outside"),
         ("Piskvorky 7x7, 11:11, 0\n1,1,0\n2,2,0\n1,0,0\n", 4, "outside"),
         ("Piskvorky 7x7, 11:11, 0\n1,1,0\n2,2,0\n3,3,0\n2,2,0\n", 5, "repeats"),
+        # Starts like a move but is not one: an error, not the start of the trailer
+        # (which would silently drop the moves after it).
+        ("Piskvorky 15x15, 11:11, 0\n8,8,0\n9,9\n10,10,0\n11,11,0\n", 3, "looks like a move"),
+        ("Piskvorky 15x15, 11:11, 0\n8,8,0\n9,9,x\n10,10,0\n", 3, "looks like a move"),
+        ("Piskvorky 15x15, 11:11, 0\n8,8,0\n3,3,1e5\n10,10,0\n", 3, "looks like a move"),
+        ("Piskvorky 15x15, 11:11, 0\n8,8,0\n9,9,0,0\n", 3, "looks like a move"),
+        ("Piskvorky 15x15, 11:11, 0\n8,8,0\n-1,2,0\n", 3, "looks like a move"),
+        ("Piskvorky 15x15, 11:11, 0\n8,8,0\n9 , 9, 1.5\n", 3, "'9,9,0', or delete it"),
     ],
 )
 def test_errors_name_file_and_line(tmp_path, text, line, problem):
@@ -95,6 +103,8 @@ def test_write_rejects_bad_input(tmp_path):
         write_psq(path, [3, 3], 5)
     with pytest.raises(ValueError, match="move"):
         write_psq(path, [3], 5, trailer=("1,2,3",))
+    with pytest.raises(ValueError, match="move"):  # the reader would refuse it
+        write_psq(path, [3], 5, trailer=("1,2",))
     with pytest.raises(ValueError, match="times_ms"):
         write_psq(path, [3, 4], 5, times_ms=[1, 2, 3])
 

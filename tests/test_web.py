@@ -215,6 +215,13 @@ def test_api_analysis_load_and_psq(server, tmp_path):
     reply = json.loads(body)
     assert status == 200 and reply["moves"] == FIVE and reply["times"] == [5] * 9
     assert reply["done"] and reply["winner"] == 0
+    # A line that starts like a move but is not one is refused, naming the line, rather
+    # than taken for the trailer with the moves after it silently dropped.
+    for bad in ("9,9", "9,9,x", "3,3,1e5"):
+        psq = f"Piskvorky {SIZE}x{SIZE}, 11:11, 0\n1,1,0\n{bad}\n2,2,0\n3,3,0\n"
+        status, body = post(server, "/api/load", {"psq": psq})
+        assert status == 400, (bad, body)
+        assert "line 3: " in json.loads(body)["error"] and "looks like a move" in body.decode()
 
 
 # -- hardening ---------------------------------------------------------------------------
@@ -417,6 +424,46 @@ def test_a_default_above_the_cap_is_refused(capsys, monkeypatch):
     assert e.value.code == 2
     assert ("error: --sims 2000 is more than --max-sims 500"
             in capsys.readouterr().err.splitlines()[-1])
+
+
+class _StubEngine:
+    size = SIZE
+    num_actions = SIZE * SIZE
+    max_simulations = 1600
+
+    def __init__(self, model, **kwargs):
+        self.model = model
+
+    def warmup(self):
+        pytest.fail("the search was compiled before the port was bound")
+
+    def describe(self):
+        return "stub"
+
+
+@pytest.mark.parametrize("where", ["busy port", "bad host"])
+def test_a_busy_port_or_bad_host_fails_before_compiling(capsys, monkeypatch, where):
+    """The socket is bound before the (slow) compilation: a busy port or an
+    address that cannot be bound fails at once, in one line."""
+    from types import SimpleNamespace
+
+    from agz_jax import cache, engine, models
+
+    model = SimpleNamespace(name="stub", config=SimpleNamespace(
+        search=SimpleNamespace(num_simulations=8)))
+    monkeypatch.setattr(models, "load", lambda *a: model)
+    monkeypatch.setattr(engine, "Engine", _StubEngine)
+    monkeypatch.setattr(cache, "enable_compilation_cache", lambda *a, **k: None)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        # 192.0.2.1 (TEST-NET-1) is no address of this machine: binding it fails at once.
+        host = "127.0.0.1" if where == "busy port" else "192.0.2.1"
+        assert web.main(["--host", host, "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert "compiling" not in err
+    assert err.splitlines()[-1].startswith(f"error: cannot listen on {host}:{port}: "), err
 
 
 def test_describe_an_analysis():

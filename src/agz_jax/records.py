@@ -2,8 +2,12 @@
 
 A ``.psq`` file is a header line ``Piskvorky WxH, X:Y, N`` followed by one move
 per line ``x,y,time``: 1-based ``x`` = column, ``y`` = row, ``time`` the
-thinking time in milliseconds. Anything after the first line that is not a move
-(``-1``, engine names, ...) is a trailer and ignored by the reader.
+thinking time in milliseconds. The moves end at the first line that does not
+start like one (``-1``, engine names, ...): that line and the rest are a trailer
+and ignored by the reader. A line that starts like a move (``x,``) but is not
+``x,y,time`` with three integers (``9,9``, ``9,9,x``, ``3,3,1e5``) is an error,
+not the start of a trailer, so that a typo cannot silently drop the moves after
+it.
 
 Actions are this package's: ``action = row * size + col`` (0-based), so action
 0 is ``1,1``, action 1 is ``2,1`` and action ``size`` is ``1,2``. Black moves
@@ -26,6 +30,8 @@ from agz_jax.gomoku import Rules, State
 
 _HEADER = re.compile(r"^\s*Piskvorky\s+(\d+)\s*x\s*(\d+)\s*(?:,.*)?$")
 _MOVE = re.compile(r"^\s*(\d+)\s*,\s*(\d+)\s*,\s*(-?\d+)\s*$")
+# Starts like a move line ("x," with x a number): never a trailer line.
+_MOVE_LIKE = re.compile(r"^\s*[-+]?\d+\s*,")
 
 
 class RecordError(ValueError):
@@ -48,7 +54,7 @@ def write_psq(path, moves: Iterable[int], size: int,
     skipped. ``times_ms`` (milliseconds, 0 when None) is aligned either with
     ``moves`` as given or with the moves that remain once the ``-1`` are
     dropped. ``trailer`` lines are written after the moves; none may look like
-    a move line, or a reader would take it for one.
+    a move line (start with ``x,``), or a reader would take it for one.
     """
     size = int(size)
     if size < 1:
@@ -82,7 +88,7 @@ def write_psq(path, moves: Iterable[int], size: int,
         line = str(line)
         if "\n" in line or "\r" in line:
             raise ValueError(f"trailer line {line!r} contains a line break")
-        if _MOVE.match(line):
+        if _MOVE_LIKE.match(line):
             raise ValueError(f"trailer line {line!r} would be read as a move")
         lines.append(line)
     with open(path, "w", encoding="utf-8", newline="") as f:
@@ -117,6 +123,12 @@ def read_psq(path) -> Record:
     for lineno, line in enumerate(lines[1:], start=2):
         m = _MOVE.match(line)
         if m is None:
+            if _MOVE_LIKE.match(line):
+                shown = line.strip()
+                shown = shown if len(shown) <= 40 else shown[:40] + "..."
+                fail(lineno, f"{shown!r} looks like a move but is not 'x,y,time' (three "
+                             "integers: column, row, milliseconds); write it as e.g. "
+                             "'9,9,0', or delete it")
             break  # the trailer starts here
         x, y, t = int(m.group(1)), int(m.group(2)), int(m.group(3))
         if not (1 <= x <= size and 1 <= y <= size):

@@ -375,9 +375,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     args.sims = sims
-    print(f"compiling the search for {model.name} ({eng.size}x{eng.size})...", file=sys.stderr,
-          flush=True)
-    eng.warmup()
+    # Bind (and listen) before compiling, so that a busy port or a bad host fails at once;
+    # connections that arrive while the search compiles wait in the listen backlog.
     try:
         server = make_server(eng, args.host, args.port, default_sims=args.sims,
                              max_seconds=args.max_seconds, verbose=args.verbose,
@@ -386,11 +385,14 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as e:
         print(f"error: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
         return 2
-    host, port = server.server_address[:2]
-    shown = f"[{host}]" if ":" in host else host
-    print(f"agz_jax web board: http://{shown}:{port}/  (model {model.name}, "
-          f"{eng.size}x{eng.size}, {eng.describe()}; Ctrl-C stops)", flush=True)
     try:
+        print(f"compiling the search for {model.name} ({eng.size}x{eng.size})...",
+              file=sys.stderr, flush=True)
+        eng.warmup()
+        host, port = server.server_address[:2]
+        shown = f"[{host}]" if ":" in host else host
+        print(f"agz_jax web board: http://{shown}:{port}/  (model {model.name}, "
+              f"{eng.size}x{eng.size}, {eng.describe()}; Ctrl-C stops)", flush=True)
         server.serve_forever()
     except KeyboardInterrupt:
         pass
