@@ -167,8 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true",
                    help="measure nothing: rewrite the report from the ledger")
     args = p.parse_args(argv)
-    above = next((d for d in args.ledger.parents if d.exists()), None)
-    if args.ledger.is_dir() or (above is not None and not above.is_dir()):
+    from agz_jax import cli
+
+    if args.ledger.is_dir() or cli.file_in_the_way(args.ledger.parent) is not None:
         print(f"error: --ledger {args.ledger} is not a file path; give a .jsonl file",
               file=sys.stderr)
         return 2

@@ -290,8 +290,9 @@ def polish_command(args: argparse.Namespace) -> int:
         print(f"error: {args.run} holds no self-play run (no config.json); give the "
               "--out directory of python -m experiments.selfplay", file=sys.stderr)
         return 2
-    parent = next((d for d in args.out.parents if d.exists()), None)
-    if (args.out.exists() and not args.out.is_dir()) or (parent and not parent.is_dir()):
+    from agz_jax import cli
+
+    if cli.file_in_the_way(args.out) is not None:
         print(f"error: --out {args.out} is not a directory; give a new directory for the "
               "polished model", file=sys.stderr)
         return 2

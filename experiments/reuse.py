@@ -193,8 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true",
                    help="play nothing: write the report beside the ledger and stop")
     args = p.parse_args(argv)
-    above = next((d for d in args.ledger.parents if d.exists()), None)
-    if args.ledger.is_dir() or (above is not None and not above.is_dir()):
+    from agz_jax import cli
+
+    if args.ledger.is_dir() or cli.file_in_the_way(args.ledger.parent) is not None:
         return fail(f"--ledger {args.ledger} is not a file path; give a .jsonl file")
     if report_path(args.ledger).resolve() == args.ledger.resolve():
         return fail(f"--ledger {args.ledger} is the name of the report written beside it; "

@@ -390,9 +390,19 @@ def out_file_problem(out: Path, force: bool) -> str | None:
         return "is a directory; give a file name"
     if out.exists() and not force:
         return "exists; give another file, or --force to replace it"
-    parent = next((d for d in out.parents if d.exists()), None)
-    if parent is not None and not parent.is_dir():
-        return f"{parent} is a file, not a directory; give another --out"
+    blocker = file_in_the_way(out.parent)
+    if blocker is not None:
+        return f"{blocker} is a file, not a directory; give another --out"
+    return None
+
+
+def file_in_the_way(path: Path) -> Path | None:
+    """The file that keeps ``path`` from being (or being made) a directory: ``path``
+    itself or the nearest folder above it that exists, when that is a file; None
+    when nothing is in the way."""
+    for place in (path, *path.parents):
+        if place.exists():
+            return None if place.is_dir() else place
     return None
 
 
