@@ -28,6 +28,7 @@ import time
 import jax
 import jax.numpy as jnp
 
+from agz_jax.go import play
 from agz_jax.go.rules import Rules
 
 
@@ -148,17 +149,10 @@ def main(argv=None):
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     try:
-        sizes = [int(s) for s in args.sizes.split(",")]
-        games = [int(g) for g in args.games.split(",")]
-    except ValueError:
-        p.error(f"--sizes and --games take whole numbers, comma-separated (such as "
-                f"--sizes 9,19 --games 1024,256), got {args.sizes!r} and {args.games!r}")
-    games = games * len(sizes) if len(games) == 1 else games
-    if not all(2 <= s <= 19 for s in sizes):
-        p.error(f"--sizes must be in 2..19, got {sizes}")
-    if len(games) != len(sizes) or min(games) < 1:
-        p.error(f"--games: one positive number, or one per size ({len(sizes)}), got "
-                f"{args.games!r}")
+        sizes, games = play.sizes_and_games(args.sizes, args.games,
+                                            "--sizes 9,19 --games 1024,256")
+    except ValueError as e:
+        p.error(str(e))
     for name in ("plies", "repeats"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be >= 1, got {getattr(args, name)}")

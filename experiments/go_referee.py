@@ -52,18 +52,10 @@ def parse_args(argv=None):
     p.add_argument("--force", action="store_true", help="replace an existing --out file")
     args = p.parse_args(argv)
     try:
-        args.sizes = [int(s) for s in args.sizes.split(",")]
-        games = [int(g) for g in str(args.games).split(",")]
-    except ValueError:
-        p.error(f"--sizes and --games take whole numbers, comma-separated (such as "
-                f"--sizes 9,13 --games 64,32), got {args.sizes!r} and {args.games!r}")
-    if not all(2 <= s <= 19 for s in args.sizes):
-        p.error(f"--sizes must be in 2..19 (GnuGo's boards), got {args.sizes}")
-    if len(games) == 1:
-        games = games * len(args.sizes)
-    if len(games) != len(args.sizes) or min(games) < 1:
-        p.error("--games: one positive number, or one per size")
-    args.games = games
+        args.sizes, args.games = play.sizes_and_games(args.sizes, args.games,
+                                                      "--sizes 9,13 --games 64,32")
+    except ValueError as e:
+        p.error(str(e))
     for name in ("chunk", "jobs"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be >= 1, got {getattr(args, name)}")

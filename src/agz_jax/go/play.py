@@ -289,3 +289,23 @@ def resumable(run: Callable[[], int], kept: str) -> int:
         print(f"\ninterrupted: {kept}; run the same command again to continue",
               file=sys.stderr)
         return 130
+
+
+def sizes_and_games(sizes: str, games: str, example: str) -> tuple[list[int], list[int]]:
+    """``--sizes`` and ``--games`` (comma-separated; one number of games serves
+    every size) as lists of equal length; ValueError with the one-line reason.
+    ``example`` shows the flags written right, e.g. ``--sizes 9,13 --games 64,32``."""
+    try:
+        size_list = [int(s) for s in sizes.split(",")]
+        game_list = [int(g) for g in str(games).split(",")]
+    except ValueError:
+        raise ValueError(f"--sizes and --games take whole numbers, comma-separated (such as "
+                         f"{example}), got {sizes!r} and {games!r}") from None
+    if not all(2 <= s <= 19 for s in size_list):
+        raise ValueError(f"--sizes must be in 2..19, got {size_list}")
+    if len(game_list) == 1:
+        game_list = game_list * len(size_list)
+    if len(game_list) != len(size_list) or min(game_list) < 1:
+        raise ValueError(f"--games: one positive number, or one per size ({len(size_list)}), "
+                         f"got {games!r}")
+    return size_list, game_list
