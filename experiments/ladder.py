@@ -34,6 +34,15 @@ export``) is named ``SPEC@gN`` by its self-play games so far;
 the ledger also keeps that iteration's cumulative self-play games and training
 time (from the run's metrics.jsonl) for the plot.
 
+With ``--outside PATH`` (or the environment's ``AGZ_JAX_OUTSIDE``), an
+outside engine, Rapfi, joins the pool as ``rapfi:N`` for each N of
+``--outside-nodes`` (its node limit per move): each candidate, played by
+``pbrain-agz`` with ``--turn-ms`` per move, plays it over the Piskvork
+protocol from the ledger's opening set (``experiments.outside``, which says
+how; the ledger needs ``--openings SET --opening-plies 0``). Those games go in
+the ledger one line each, a killed ladder losing only the game it was playing,
+and outside.md beside it has their table and each candidate's rung.
+
 After playing (or with ``--table-only``, without) the Elo fit
 (``agz_jax.rating``) of every game in the ledger is written beside it:
 ladder.md (player, Elo, 95% interval, games, score) and ladder.png (the
@@ -53,6 +62,7 @@ from typing import NamedTuple
 
 from agz_jax.config import ConfigError
 from experiments import arena as arena_cli
+from experiments import outside
 from experiments.ladder_report import DEFAULT_LEDGER, plot, table
 
 DEFAULT_POOL = ("random", "mentor:0", "mentor:1", "mentor:2", "mentor:3",
@@ -272,7 +282,21 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--table-only", action="store_true",
                         help="play nothing: rewrite the table and plot from the ledger")
     arena_cli.add_match_args(parser, games=20, ledger=True)  # resolve_protocol fills them
+    outside.add_args(parser, "--outside-nodes")
     return parser.parse_args(argv)
+
+
+def check_outside(args: argparse.Namespace) -> None:
+    """With ``--outside``: its engine, node levels, clocks and the ledger's
+    openings checked (ConfigError) before anything is played; sets
+    ``args.outside_argv`` and ``args.outside_nodes_list`` (None without)."""
+    args.outside_argv = args.outside_nodes_list = None
+    if args.outside is None:
+        return
+    args.outside_nodes_list = outside.parse_nodes(args.outside_nodes, "--outside-nodes")
+    outside.check_turn_ms(args.turn_ms, args.outside_turn_ms)
+    args.outside_argv = outside.outside_argv(args.outside)
+    outside.require_openings(args)
 
 
 def parse_player(text: str, flag: str) -> arena_cli.Spec:
@@ -323,17 +347,25 @@ def play_ladder(args: argparse.Namespace, lines: list[dict]) -> int:
     """Play the missing pairings, appending each to the ledger file and to
     ``lines`` (the ledger read so far); the number played."""
     pool_texts = ([] if args.no_default_pool else list(DEFAULT_POOL)) + args.pool
-    if not pool_texts:
+    outside_on = args.outside_argv is not None
+    if not pool_texts and not outside_on:
         raise ConfigError("the pool is empty: give --pool SPEC, or drop --no-default-pool")
     if not args.candidate and args.pairs != "all":
         raise ConfigError("nothing to play: give --candidate SPEC, or --pairs all to fill "
                           "the pool's missing pairs, or --table-only to redraw the table")
-    if not plan(args.candidate, pool_texts, args.pairs == "all", 0, args.games, set()):
+    if outside_on and not args.candidate and not pool_texts:
+        raise ConfigError("nothing to play: the outside engine plays the candidates; "
+                          "give --candidate SPEC")
+    if pool_texts and not outside_on and not plan(
+            args.candidate, pool_texts, args.pairs == "all", 0, args.games, set()):
         raise ConfigError(f"nothing to play: {pool_texts[0]} is the only player (pool and "
                           "candidates alike); give it an opponent with --pool SPEC or "
                           "--candidate SPEC")
     specs = ([("--pool", parse_player(t, "--pool")) for t in pool_texts]
              + [("--candidate", parse_player(t, "--candidate")) for t in args.candidate])
+    if outside_on:  # refused before anything is played
+        for flag, spec in specs[len(pool_texts):]:
+            outside.check_spec(spec, flag)
     size, rule = arena_cli.board_of(specs, args)
     check_board(lines, args.ledger, size, rule)
     openings = arena_cli.opening_set(args, size)
@@ -382,16 +414,28 @@ def play_ladder(args: argparse.Namespace, lines: list[dict]) -> int:
         jax.clear_caches()
         print(f"  {s.wins} wins / {s.draws} draws / {s.losses} losses for {p.a} "
               f"(score {s.score:.3f}), {wall:.0f} s", flush=True)
+    if outside_on:
+        theirs = [outside.candidate(spec, args.turn_ms, name) for (_, spec), name
+                  in zip(specs[len(pool_texts):], names[len(pool_texts):], strict=True)]
+        outside.play(list({c.name: c for c in theirs}.values()), args.outside_argv,
+                      args.outside_nodes_list, seed=args.seed, games=args.games,
+                      turn_ms=args.turn_ms, outside_turn_ms=args.outside_turn_ms,
+                      openings=openings, openings_name=args.openings, ledger=args.ledger,
+                      lines=lines)
     return len(todo)
 
 
 def write_outputs(lines: list[dict], ledger: Path) -> tuple[Path, Path]:
-    """Fit every game of the ledger; write ladder.md and ladder.png beside it."""
+    """Fit every game of the ledger; write ladder.md and ladder.png beside it
+    (and outside.md when it holds games against an outside engine)."""
     from agz_jax import rating
 
     if not lines:
         raise ConfigError(f"{ledger} holds no match: play some first (drop --table-only)")
     check_board(lines, ledger)
+    if any(outside.is_outside(x) for x in lines):
+        outside.write_table(lines, ledger)
+        lines = outside.as_matches(lines)  # an outside match's games as one line
     fit = rating.fit(rating.Match(x["a"], x["b"], x["wins"], x["draws"], x["losses"])
                      for x in lines)
     md, png = ledger.parent / "ladder.md", ledger.parent / "ladder.png"
@@ -407,6 +451,8 @@ def main(argv: list[str] | None = None) -> int:
         lines = read_ledger(args.ledger)
         resolve_protocol(args, lines, args.ledger)
         arena_cli.check_match_args(args)
+        if not args.table_only:
+            check_outside(args)
         if args.table_only:
             if not args.ledger.exists():
                 raise ConfigError(f"{args.ledger} not found: play some matches first "
@@ -422,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0)
     print(md.read_text(), end="")
     print(f"table {md}, plot {png}")
+    if any(outside.is_outside(x) for x in lines):
+        print(f"outside engine's table {md.parent / 'outside.md'}")
     return 0
 
 
