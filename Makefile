@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install selfplay test bench lint clean play browser gnugo pachi pachi-pypi gpu-wheels rapfi
+.PHONY: install selfplay test test-long bench lint clean play browser gnugo pachi pachi-pypi gpu-wheels rapfi
 
 install: $(STAMP)
 
@@ -21,9 +21,15 @@ RUN ?= runs/cpu
 selfplay: $(STAMP)
 	$(PY) -m experiments.selfplay --preset cpu --out $(RUN) $(if $(wildcard $(RUN)/config.json),--resume) $(ARGS)
 
-# The ten slowest tests are listed at the end, to keep the suite within ~10 minutes on 2 cores.
+# The ten slowest tests are listed at the end. `make test` leaves out the end-to-end
+# checks marked `long` (bench, ablation pipeline, kill/resume, two processes, sweeps,
+# seeds; listed in the README), which `make test-long` runs; .ci/run runs both.
 test: $(STAMP) browser gnugo
-	AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n 2 -q --durations=10 $(ARGS)
+	AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n 2 -q --durations=10 -m "not long" $(ARGS)
+
+test-long: $(STAMP) browser gnugo
+	AGZ_JAX_LONG_TESTS=1 AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n 2 -q --durations=10 \
+	  -m long $(ARGS)
 
 # The web board's end-to-end test drives Debian's chromium (tests/test_web.py).
 # Root installs it with apt-get; anyone else is told how, and that test skips.

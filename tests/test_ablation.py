@@ -297,6 +297,7 @@ def cache_env(monkeypatch):
         monkeypatch.setenv("AGZ_JAX_NO_CACHE", "1")
 
 
+@pytest.mark.long
 def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
     """The sweep is interrupted in its last run, saved into a state, its
     directory deleted, restored from the state and continued; the same sweep

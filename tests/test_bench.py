@@ -93,6 +93,7 @@ def check_keys(report: dict, keys) -> None:
         assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, key
 
 
+@pytest.mark.long
 def test_bench_quick_json():
     report, stderr = quick_bench()
     assert report["command"] == "python -m experiments.bench --quick --json"

@@ -207,6 +207,7 @@ def assert_equal_runs(lines, digest, run_dir, out: str):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_killed_during_an_asynchronous_write_resumes_equal_to_unbroken(tmp_path, env,
                                                                       unbroken):
     lines, digest = unbroken
@@ -235,6 +236,7 @@ def test_killed_during_an_asynchronous_write_resumes_equal_to_unbroken(tmp_path,
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_ctrl_c_waits_for_the_pending_write_and_resumes_equal_to_unbroken(tmp_path, env,
                                                                          unbroken):
     lines, digest = unbroken
@@ -262,6 +264,7 @@ def test_ctrl_c_waits_for_the_pending_write_and_resumes_equal_to_unbroken(tmp_pa
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_sigterm_during_a_synchronous_write_lets_it_commit_then_stops(tmp_path, env,
                                                                       unbroken):
     """``kill`` (or ``timeout``) while a checkpoint is written: the write commits,

@@ -172,6 +172,7 @@ def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_ope
     assert np.all(pi[occupied] == 0)
 
 
+@pytest.mark.long
 def test_killed_continuous_run_resumes_equal_to_unbroken(tmp_path):
     config = tiny(steps=16).replace(**{
         "iterations": 3, "selfplay.num_games": 4, "replay.capacity": 512,

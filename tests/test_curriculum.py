@@ -92,6 +92,7 @@ def test_held_out_games_are_whole_games():
     assert train_games | held_games == set(range(8))
 
 
+@pytest.mark.long
 def test_two_stage_curriculum_runs_and_resumes(tmp_path, monkeypatch):
     config = tiny(**{"curriculum.stages": ("basic", "imitate")})
     whole = tmp_path / "whole"

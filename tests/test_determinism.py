@@ -15,6 +15,7 @@ from test_sweep import alone, cached_env
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_same_seed_same_params_hash_other_seed_other_hash(tmp_path, tmp_path_factory):
     from tiny_models import compile_lock
 

@@ -65,6 +65,7 @@ def test_config_api_validation():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_smoke_run_then_kill_and_resume_matches_uninterrupted(tmp_path, env):
     full = tmp_path / "full"
     first = main_job([*SMALL, "--iterations", "5", "--out", str(full)], env)
@@ -142,6 +143,7 @@ def test_smoke_run_then_kill_and_resume_matches_uninterrupted(tmp_path, env):
     assert proc.returncode == 2 and "does not fit the config in" in proc.stderr
 
 
+@pytest.mark.long
 def test_iterations_do_not_recompile():
     """Each jitted phase compiles once: a second iteration (new data, new keys,
     gating and evaluation again) must hit the compilation cache."""

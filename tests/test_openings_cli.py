@@ -38,6 +38,7 @@ def judge(tmp_path_factory):
     return str(path)
 
 
+@pytest.mark.long
 def test_make_then_check_a_set(judge, tmp_path, capsys):
     out = tmp_path / "set9.txt"
     out.write_text("an earlier set\n")

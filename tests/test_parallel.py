@@ -89,6 +89,7 @@ def forced_devices_env(n: int) -> dict:
     return env
 
 
+@pytest.mark.long
 def test_four_devices_equal_one_device(tmp_path):
     import json
 
@@ -167,12 +168,13 @@ LONG = pytest.mark.skipif(not os.environ.get("AGZ_JAX_LONG_TESTS"),
 @pytest.mark.parametrize("flags, iterations", [
     pytest.param([], 1, marks=LONG), (["--checkpoint.asynchronous"], 2)],
     ids=["synchronous", "asynchronous"])
+@pytest.mark.long
 def test_two_processes_run_an_iteration_and_agree(tmp_path, flags, iterations):
     """Asynchronous: checkpoint 1 is written (orbax's collective commit) while both
-    processes play iteration 2. The gpu preset's way, so it is the one every
-    ``make test`` runs; the synchronous (default) way, whose commit is the same
-    collective one waited for, and a two-process resume need AGZ_JAX_LONG_TESTS=1
-    (each costs two processes' compilations on the suite's two cores)."""
+    processes play iteration 2: the gpu preset's way. The synchronous (default)
+    way, whose commit is the same collective one waited for, and a two-process
+    resume also run under AGZ_JAX_LONG_TESTS=1, which ``make test-long`` sets (each
+    costs two processes' compilations on the suite's two cores)."""
     run_dir = tmp_path / "run"
     env = forced_devices_env(1)
     env.pop("AGZ_JAX_NO_CACHE")  # for the resume below (AGZ_JAX_LONG_TESTS=1)

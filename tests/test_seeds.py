@@ -72,6 +72,7 @@ def best_at(run_dir: Path, step: int):
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_vmapped_sweep_records_resume_and_determinism(tmp_path, tmp_path_factory,
                                                       monkeypatch, capsys):
     from tiny_models import compile_lock
@@ -134,6 +135,7 @@ def test_vmapped_sweep_records_resume_and_determinism(tmp_path, tmp_path_factory
     assert hashes(other)[1] == h[1]
 
 
+@pytest.mark.long
 def test_each_seed_gates_its_own_best_net(monkeypatch):
     # One trained iteration of seeds 3 and 4 with gating on; the gating scores
     # are forced per seed (3 wins its match, 4 loses it), so the group must

@@ -113,6 +113,7 @@ def cached_env(tmp_path_factory) -> tuple[dict, Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_sweep_end_to_end(tmp_path, tmp_path_factory):
     """One test (its runs are shared): 4 seeds x 2 settings; records, table, plots;
     a second invocation skips finished runs and resumes a killed one; a run inside
