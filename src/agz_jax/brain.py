@@ -1,7 +1,7 @@
 """``pbrain-agz``: a Gomocup / Piskvork engine ("brain") speaking the Piskvork
 protocol on stdin/stdout.
 
-    pbrain-agz [--model default] [--sims 1600] [--debug]
+    pbrain-agz [--model default] [--sims 32] [--max-sims 8192] [--algorithm puct] [--debug]
     python -m agz_jax.brain --model models/default
 
 Lines: a command a line, ended by LF or CR LF; a line may hold at most
@@ -54,9 +54,24 @@ search runs in chunks of simulations and stops when the next chunk would
 overrun the budget. ``timeout_turn 0`` means "as fast as possible" (the net's
 own choice, guarded); ``time_left`` may be negative (out of time: as fast as
 possible) and 2147483647 means unlimited; ``timeout_match 0`` is no limit.
-Without any time limit the search runs ``--sims`` simulations. Everything is
-compiled at ``START`` (once for both rules: the rule is a run-time flag) and
-kept in the persistent XLA cache, so the next process starts faster.
+Everything is compiled at ``START`` (once for both rules: the rule is a
+run-time flag) and kept in the persistent XLA cache, so the next process
+starts faster.
+
+Search: under a time limit the search uses the move's whole budget: it runs
+until the budget is spent or its tree (``--max-sims``, default
+``engine.PLAY_CAPACITY`` = 8192 simulations) is full, whatever the model's
+training simulation count. Its default is PUCT with the model's c_puct and
+subtree reuse: the tree under the engine's move and the opponent's reply is
+carried to the next move, and its visits count. (Gumbel's sequential halving is
+scheduled for a fixed budget, so a Gumbel search cut short by the clock has
+visited its considered moves unevenly; PUCT has no such schedule.) Without any
+time limit a move runs ``--sims`` simulations (default: the model's
+``search.num_simulations``) of the model's own search, as trained (compiled at
+the first such move). ``--algorithm``, ``--reuse`` and ``--c-puct`` set the
+search for every move. ``ABOUT`` names both searches, and with ``--debug`` a
+``DEBUG`` line before each move says what ran: simulations (and the visits
+carried over), time against the budget, value, and the search.
 
 This module is the command line and the loop over stdin; the commands are
 ``agz_jax.brain_commands``' and the reading of lines ``agz_jax.brain_text``'s.
@@ -95,21 +110,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="default",
                         help="model name (models/<name>), model directory or run directory")
     parser.add_argument("--sims", type=int, default=None,
-                        help="simulations per move at most (the tree's size; time limits may "
-                             "stop the search earlier); default: the model's own "
-                             "search.num_simulations")
+                        help="simulations a move when no time limit is set; default: the "
+                             "model's own search.num_simulations")
+    parser.add_argument("--max-sims", type=int, default=None,
+                        help="the tree's capacity: the most simulations a move under a time "
+                             "limit (the clock usually ends the search first); default: "
+                             "8192, or --sims if larger")
     parser.add_argument("--algorithm", choices=("puct", "gumbel"), default=None,
-                        help="search algorithm; default: the model's own search.algorithm")
+                        help="search algorithm for every move; default: puct under a time "
+                             "limit, the model's own search.algorithm without one")
     parser.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=None,
                         help="keep the subtree under the moves played for the next search "
-                             "(PUCT only); default: the model's own search.reuse")
+                             "(PUCT only); default: on for puct under a time limit, the "
+                             "model's own search.reuse otherwise")
+    parser.add_argument("--c-puct", type=float, default=None,
+                        help="PUCT's exploration constant; default: the model's search.c_puct")
     parser.add_argument("--chunk", type=int, default=16,
                         help="simulations per jitted step between clock checks")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--debug", action="store_true", help="a DEBUG line before each move")
     args = parser.parse_args(argv)
-    if (args.sims is not None and args.sims < 1) or args.chunk < 1:
-        parser.error("--sims and --chunk must be positive")
+    if any(n is not None and n < 1 for n in (args.sims, args.max_sims)) or args.chunk < 1:
+        parser.error("--sims, --max-sims and --chunk must be positive")
+    if args.sims is not None and args.max_sims is not None and args.sims > args.max_sims:
+        parser.error(f"--sims {args.sims} is more than --max-sims {args.max_sims}, the tree's "
+                     "capacity: lower --sims or raise --max-sims")
+    if args.c_puct is not None and not args.c_puct > 0:
+        parser.error(f"--c-puct must be positive, got {args.c_puct}")
 
     # The protocol owns the real stdout; anything else printed (by us or a
     # library) goes to stderr so that it cannot be taken for a reply.
@@ -122,25 +149,69 @@ def main(argv: list[str] | None = None) -> int:
 
     cache.enable_compilation_cache()
 
-    def factory():
-        try:
-            model = models.load(args.model)
-        except models.ModelError as e:
-            print(f"pbrain-agz: {e}", file=sys.stderr)
-            raise
-        try:
-            return engine.Engine(model, max_simulations=args.sims, chunk=args.chunk,
-                                 seed=args.seed, algorithm=args.algorithm, reuse=args.reuse)
-        except ConfigError as e:
-            print(f"pbrain-agz: {e}", file=sys.stderr)
-            raise
+    plan: dict = {}
 
-    brain = Brain(factory, simulations=args.sims, debug=args.debug, version=__version__)
+    def searches() -> dict:
+        """The engines' settings, from the flags and the model (loaded once)."""
+        if not plan:
+            try:
+                model = models.load(args.model)
+            except models.ModelError as e:
+                print(f"pbrain-agz: {e}", file=sys.stderr)
+                raise
+            plan.update(play_settings(model, args))
+        return plan
+
+    def make(which: str):
+        def factory():
+            p = searches()
+            try:
+                return engine.Engine(p["model"], chunk=args.chunk, seed=args.seed, **p[which])
+            except ConfigError as e:
+                print(f"pbrain-agz: {e}", file=sys.stderr)
+                raise
+        return factory
+
+    def untimed():
+        return make("untimed")() if searches()["untimed"] is not None else None
+
+    brain = Brain(make("timed"), untimed_factory=untimed, debug=args.debug,
+                  version=__version__)
     try:
         brain._ensure_engine()
     except ProtocolError:
         pass  # reported on stderr now and on every START
+    if brain.engine is not None:
+        brain.simulations = plan["simulations"]  # of a move without a time limit
     return serve(brain, sys.stdin.buffer, protocol_out)
+
+
+def play_settings(model, args) -> dict:
+    """The engines ``pbrain-agz`` plays with, from its flags and the model.
+
+    Returns ``{"model", "simulations", "timed", "untimed"}``: ``timed`` and
+    ``untimed`` are ``Engine`` keyword arguments (``untimed`` None when the
+    timed engine serves the moves without a time limit too), ``simulations``
+    the count of an untimed move.
+    """
+    from agz_jax.engine import PLAY_CAPACITY
+
+    own = model.config.search
+    sims = own.num_simulations if args.sims is None else args.sims
+    capacity = args.max_sims if args.max_sims is not None else max(PLAY_CAPACITY, sims)
+    algorithm = args.algorithm or "puct"
+    reuse = args.reuse if args.reuse is not None else algorithm == "puct"
+    timed = dict(max_simulations=capacity, algorithm=algorithm, reuse=reuse,
+                 c_puct=args.c_puct)
+    untimed_algorithm = args.algorithm or own.algorithm
+    untimed_reuse = (args.reuse if args.reuse is not None else own.reuse) \
+        if untimed_algorithm == "puct" else False
+    untimed = dict(max_simulations=sims, algorithm=untimed_algorithm, reuse=untimed_reuse,
+                   c_puct=args.c_puct)
+    # PUCT has no schedule: a bigger tree runs the same search of ``sims``.
+    same = (untimed_algorithm, untimed_reuse) == (algorithm, reuse) and algorithm == "puct"
+    return {"model": model, "simulations": sims, "timed": timed,
+            "untimed": None if same else untimed}
 
 
 if __name__ == "__main__":

@@ -88,18 +88,25 @@ class Brain:
     one input line: at most one reply, after any ``MESSAGE``/``DEBUG`` lines.
 
     ``engine_factory`` builds the analysis engine (or raises with a reason that
-    every ``START`` then reports). The position is kept as a board of fields
-    (0 empty, 1 own, 2 opponent) and the order the stones arrived in (for the
+    every ``START`` then reports); ``untimed_factory``, if given, builds a
+    second one for the moves without a time limit (``pbrain-agz``: the model's
+    own search). Under a time limit a move searches until its budget is spent
+    or the engine's tree is full; without one it runs ``simulations`` (None:
+    the engine's capacity). The position is kept as a board of fields (0
+    empty, 1 own, 2 opponent) and the order the stones arrived in (for the
     net's last-move plane and for ``TAKEBACK``). ``clock`` (seconds) times the
     moves; the engine's deadlines are on that clock (a test may pass a fake
-    clock with a fake engine).
+    clock, with a fake engine or an ``Engine`` built on the same clock).
     """
 
     def __init__(self, engine_factory: Callable[[], object], *, simulations: int | None = None,
+                 untimed_factory: Callable[[], object] | None = None,
                  debug: bool = False, version: str = "0",
                  clock: Callable[[], float] = time.perf_counter):
         self._engine_factory = engine_factory
+        self._untimed_factory = untimed_factory
         self.engine = None
+        self.untimed_engine = None  # None: ``engine`` plays the untimed moves too
         self.engine_error: str | None = None
         self.simulations = simulations
         self.debug = debug
@@ -230,7 +237,10 @@ class Brain:
         if self.engine is None and self.engine_error is None:
             try:
                 self.engine = self._engine_factory()
+                if self._untimed_factory is not None:
+                    self.untimed_engine = self._untimed_factory()
             except Exception as e:
+                self.engine = None
                 self.engine_error = f"{type(e).__name__}: {e}" if not str(e) else str(e)
         if self.engine is None:
             raise ProtocolError(f"cannot play: {self.engine_error}")
@@ -386,8 +396,12 @@ class Brain:
         self._no_args("ABOUT", arg)
         about = ABOUT.format(version=self.version)
         describe = getattr(self.engine, "describe", None)
-        if describe is not None:  # the search the engine plays with (model's or overridden)
-            about += f', search="{one_line(describe())}"'
+        if describe is not None:  # the searches the engines play with
+            search = describe()
+            if self.untimed_engine is not None:
+                search = (f"{search} under a time limit; without one, "
+                          f"{self.untimed_engine.describe()}")
+            about += f', search="{one_line(search)}"'
         return [about]
 
     # -- thinking --------------------------------------------------------------------------
@@ -426,19 +440,22 @@ class Brain:
             raise ProtocolError("the board is full: no move left")
         budget = self.budget_ms()
         deadline = None if budget is None else t_read + budget / 1000.0
+        # Under a time limit the clock ends the search (or the full tree);
+        # without one, the untimed engine runs its simulation count.
+        engine = self.engine if budget is not None or self.untimed_engine is None \
+            else self.untimed_engine
         replies = []
         try:
             from agz_jax.engine import make_state
 
             last = next((a for a in reversed(self.order) if self.fields[a] == 2), -1)
             state = make_state(rules, board, 0 if own == opp else 1, last)
-            analysis = self.engine.analyse(rules, state, simulations=self.simulations,
-                                           deadline=deadline)
+            analysis = engine.analyse(rules, state,
+                                      simulations=None if budget is not None else self.simulations,
+                                      deadline=deadline)
             action = int(analysis.action)
             if self.debug:
-                replies.append(f"DEBUG {analysis.reason}: {analysis.simulations} simulations "
-                               f"in {analysis.elapsed * 1000:.0f} ms, value "
-                               f"{analysis.value:+.3f}")
+                replies.append(self._debug_line(engine, analysis, budget))
         except Exception as e:
             # A move is still better than no move: the empty point nearest the centre.
             action = self._fallback()
@@ -454,6 +471,17 @@ class Brain:
             self.time_left -= used  # until the manager's next INFO time_left
         replies.append(self._fmt(action))
         return replies
+
+    def _debug_line(self, engine, analysis, budget: float | None) -> str:
+        """What a move's search did: simulations run (and carried over), time
+        against the budget, value, and the search that ran."""
+        carried = int(getattr(analysis, "carried", 0) or 0)
+        limit = "no time limit" if budget is None else f"budget {budget:.0f} ms"
+        describe = getattr(engine, "describe", None)
+        return (f"DEBUG {analysis.reason}: {analysis.simulations} simulations"
+                f"{f' (+{carried} carried)' if carried else ''} in "
+                f"{analysis.elapsed * 1000:.0f} ms ({limit}), value {analysis.value:+.3f}"
+                f"{f'; {one_line(describe())}' if describe is not None else ''}")
 
     def _fallback(self) -> int:
         rows, cols = np.divmod(np.arange(self.size * self.size), self.size)

@@ -13,11 +13,25 @@ the next position follows from that root by the engine's move and the
 opponent's reply (or by one move, in analysis), the subtree under them is the
 next search's tree and its visits count towards the budget.
 
+Deepening (``analyse(..., keep=True)``, either algorithm): the search goes on
+growing the last search's tree when it is of the same position, so that an
+analysis can run in short calls, each one's answer showing the tree so far,
+until the tree is full or the position changes (the web board). Gumbel's
+schedule is the capacity's either way: calls that deepen one tree are one
+search in chunks. (The engine keeps its last tree whatever the settings; only
+reuse and deepening read it.)
+
 Time: one tree of fixed capacity (``max_simulations``) is built in jitted
 *chunks* of simulations (``mctx_loop.continue_tree``); between chunks the host
-looks at the clock and stops when the next chunk would likely end after the
-deadline. Every shape is fixed and the winning rule is a run-time flag, so the
-jitted functions compile once (``warmup`` does that ahead of the first move).
+looks at the clock (``clock``, ``time.perf_counter`` unless a test injects
+another) and stops when the next chunk would likely end after the deadline.
+Every shape is fixed and the winning rule is a run-time flag, so the jitted
+functions compile once (``warmup`` does that ahead of the first move).
+
+Capacity: the tree's capacity is its size, not a cost per simulation (the loop
+never copies the tree, ``mctx_loop``), so a time-limited player takes a tree of
+``PLAY_CAPACITY`` nodes, independent of the model's training simulation count,
+and lets the clock end its searches.
 
 Tactics: the engine always completes its own five when it can (no search), and
 when the opponent threatens a five it searches only among the points that
@@ -34,6 +48,7 @@ import dataclasses
 import functools
 import threading
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -46,6 +61,16 @@ from agz_jax.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.models import Model
 
 DEFAULT_CHUNK = 16
+
+PLAY_CAPACITY = 8192
+"""The tree's capacity (simulations a move at most) for time-limited play
+(``pbrain-agz``, the web board). Its arrays are ``[1, N, 225]``: about 6.6 KB a
+node on a 15x15 board, 54 MB at 8192, and the time a simulation takes does not
+depend on ``N`` (measured on models/default, 2 shared CPU cores: about 2,400
+simulations/s at 256 nodes and at 8192 alike; compilation the same, 7 to 11 s;
+a fresh tree costs about 10 ms more to lay out). At 2 to 3 thousand
+simulations/s on 2 cores, 8192 holds a 3 s move with room to spare, and with
+subtree reuse the carried visits count towards it."""
 
 
 class Analysis(NamedTuple):
@@ -153,12 +178,14 @@ class _Compiled:
 
 
 class _Last(NamedTuple):
-    """The last search's tree and root position (for reuse)."""
+    """The last search's tree and root position (for reuse and deepening)."""
 
     tree: object
     board: np.ndarray
     to_play: int
     exact: bool
+    last_action: int = -1
+    rank: int = 0
 
 
 class Engine:
@@ -174,17 +201,21 @@ class Engine:
         play at; None keeps each position's own ``State.rank``. May be changed
         between moves (``engine.rank = 3``): it is an input, not a compile-time
         constant.
-      algorithm, reuse: override the model's ``search.algorithm`` and
-        ``search.reuse`` (None keeps the model's). Everything else about the
-        search (c_puct, forced moves, gamma, ...) is the model's own.
+      algorithm, reuse, c_puct: override the model's ``search.algorithm``,
+        ``search.reuse`` and ``search.c_puct`` (None keeps the model's).
+        Everything else about the search (forced moves, gamma, ...) is the
+        model's own.
+      clock: seconds, the clock that ``analyse``'s deadlines are on (default
+        ``time.perf_counter``; a test may pass a fake one).
     """
 
     def __init__(self, model: Model, *, max_simulations: int | None = None,
                  chunk: int = DEFAULT_CHUNK, seed: int = 0, rank: int | None = None,
-                 algorithm: str | None = None, reuse: bool | None = None):
+                 algorithm: str | None = None, reuse: bool | None = None,
+                 c_puct: float | None = None, clock: Callable[[], float] = time.perf_counter):
         settings = model.config.search
-        overrides = {k: v for k, v in (("algorithm", algorithm), ("reuse", reuse))
-                     if v is not None}
+        overrides = {k: v for k, v in (("algorithm", algorithm), ("reuse", reuse),
+                                       ("c_puct", c_puct)) if v is not None}
         if overrides.get("algorithm") == "gumbel" and "reuse" not in overrides:
             overrides["reuse"] = False
         self.search_cfg = dataclasses.replace(settings, **overrides)  # ConfigError if bad
@@ -207,6 +238,7 @@ class Engine:
         self._last: _Last | None = None
         self.gamma = float(model.config.decay.gamma)
         self.variables = jax.device_put(model.variables)
+        self.clock = clock
 
     @property
     def reuse(self) -> bool:
@@ -215,7 +247,9 @@ class Engine:
     def describe(self) -> str:
         """The search in a few words (for ``ABOUT`` and the web page)."""
         s = self.search_cfg
-        return (f"{s.algorithm} search, up to {self.max_simulations} simulations a move"
+        what = (f"puct search (c_puct {s.c_puct:g})" if s.algorithm == "puct"
+                else f"gumbel search ({s.max_considered_actions} considered moves)")
+        return (f"{what}, up to {self.max_simulations} simulations a move"
                 f"{', subtree reuse' if s.reuse else ''}")
 
     # -- compilation -----------------------------------------------------------------------
@@ -289,13 +323,10 @@ class Engine:
         self.check_board(rules, empty)
         state = make_state(rules, empty, 0)
         sims = min(2 * self.chunk, self.max_simulations)
-        first = self.analyse(rules, state, simulations=sims,
-                             deadline=time.perf_counter() + 3600.0)
-        if self.reuse:  # the carried-tree path compiles too
-            self._last = None
-            self.analyse(rules, state, simulations=sims, deadline=time.perf_counter() + 3600.0)
-            self.analyse(rules, _after(rules, state, [first.action]), simulations=sims,
-                         deadline=time.perf_counter() + 3600.0)
+        self._last = None
+        first = self.analyse(rules, state, simulations=sims)
+        if self.reuse:  # the carried-tree path compiles too: after the move searched
+            self.analyse(rules, _after(rules, state, [first.action]), simulations=sims)
         self._calls, self._last = calls, last
         return time.perf_counter() - t0
 
@@ -339,19 +370,36 @@ class Engine:
             return None  # the same stones by another order: not this tree's position
         return tree
 
+    def _kept(self, rules: Rules, state: State, rank: int):
+        """The last search's tree if its root is ``state`` (the same stones, side
+        to move, last move, rule and rank), handed over (its buffers go to the
+        next chunk); else None."""
+        last = self._last
+        if (last is None or last.exact != (rules.rule == "standard")
+                or last.to_play != int(state.to_play) or last.rank != rank
+                or last.last_action != int(state.last_action)
+                or not np.array_equal(last.board, np.asarray(state.board))):
+            return None
+        self._last = None
+        return last.tree
+
     def analyse(self, rules: Rules, state: State, *, simulations: int | None = None,
-                deadline: float | None = None) -> Analysis:
+                deadline: float | None = None, keep: bool = False) -> Analysis:
         """Choose a move for ``state``'s side to move.
 
         Args:
           rules: the game's rules (the model's size; the game's rule).
           state: an unfinished position with at least one empty point.
           simulations: at most this many (default and cap: ``max_simulations``);
-            with reuse, the visits carried over from the last search count.
-          deadline: ``time.perf_counter()`` value to finish by; None for no limit.
-            At least one chunk runs unless the deadline has passed already.
+            with reuse or ``keep``, the visits carried over from the last search
+            count.
+          deadline: ``clock()`` value to finish by; None for no limit. At least
+            one chunk runs unless the deadline has passed already.
+          keep: deepen: if the last search was of this very position (with
+            ``keep`` or not), go on growing its tree (its visits are
+            ``carried``) instead of starting afresh.
         """
-        t0 = time.perf_counter()
+        t0 = self.clock()
         board = np.asarray(state.board)
         legal = board == 0
         if bool(state.done) or not legal.any():
@@ -371,8 +419,12 @@ class Engine:
             states = features.with_rank(states, self.rank)
         exact = _exact(rules)
         key = jax.random.fold_in(self._key, self._calls)
-        carried = self._carried(rules, state, fns) if self.reuse else None
-        tree = fns.start(self.variables, exact, key, states, jnp.asarray(allowed)[None], carried)
+        rank = int(states.rank[0])
+        tree = self._kept(rules, state, rank) if keep else None
+        if tree is None:
+            carried = self._carried(rules, state, fns) if self.reuse else None
+            tree = fns.start(self.variables, exact, key, states, jnp.asarray(allowed)[None],
+                             carried)
         visits, value, q, action, prior = fns.results(tree)
         prior = np.asarray(prior, np.float64)
         kept = int(np.asarray(visits).sum())
@@ -382,12 +434,12 @@ class Engine:
             self._last = None
             return Analysis(action, 1.0, 1.0, wins / wins.sum(), prior,
                             np.where(wins, 1.0, np.nan), np.zeros(self.num_actions), 0, 0,
-                            time.perf_counter() - t0, "win")
+                            self.clock() - t0, "win")
 
         done, last = kept, 0.0
         self._calls += 1
         while done < budget:
-            now = time.perf_counter()
+            now = self.clock()
             # The next chunk is predicted to cost what the last one did, with a
             # margin for noise; the first chunk also pays dispatch.
             if deadline is not None and (now >= deadline or (done > kept and
@@ -398,7 +450,7 @@ class Engine:
                              jnp.int32(stop))
             visits, value, q, action, _ = fns.results(tree)
             visits = np.asarray(visits)  # waits for the chunk
-            last = time.perf_counter() - now
+            last = self.clock() - now
             done = stop
         visits = np.where(allowed, np.asarray(visits, np.float64), 0.0)
 
@@ -415,12 +467,12 @@ class Engine:
             value = float(value)
             q = np.where(visits > 0, np.asarray(q, np.float64), np.nan)
             reason = "block" if allowed is blocks else "search"
-            if self.reuse:
-                self._last = _Last(tree, board.copy(), to_play, rules.rule == "standard")
+            self._last = _Last(tree, board.copy(), to_play, rules.rule == "standard",
+                               int(state.last_action), rank)
         if not legal[action]:  # the guards above make this unreachable
             raise AssertionError(f"engine chose an occupied point {action}")
         return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, q, visits,
-                        done - kept, kept, time.perf_counter() - t0, reason)
+                        done - kept, kept, self.clock() - t0, reason)
 
 
 def _after(rules: Rules, state: State, moves: list[int]) -> State:

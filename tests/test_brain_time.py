@@ -1,0 +1,154 @@
+"""pbrain-agz uses its time: in-process, a real ``Engine`` on a 9x9 random net
+and a fake clock that moves by a fixed tick each time it is read, so that a
+move's budget is a known number of chunks whatever the machine's speed.
+
+Under a time limit the search runs past the model's simulation count until the
+budget is spent (or its tree is full); without one it runs the model's own
+search of its own count, as before."""
+
+import argparse
+
+import numpy as np
+import pytest
+from tiny_models import random_model
+
+from agz_jax import engine, models
+from agz_jax.brain import play_settings
+from agz_jax.brain_commands import Brain
+
+SIZE = 9
+CHUNK = 8
+CAPACITY = 512
+MODEL_SIMS = 12  # the model's search.num_simulations (Gumbel)
+TICK = 0.002  # seconds the fake clock moves at each reading
+
+
+class TickClock:
+    """A clock that moves ``tick`` seconds each time it is read."""
+
+    def __init__(self, tick: float = TICK):
+        self.now, self.tick = 100.0, tick
+
+    def __call__(self) -> float:
+        self.now += self.tick
+        return self.now
+
+
+def flags(*argv: str) -> argparse.Namespace:
+    """pbrain-agz's flags as ``play_settings`` reads them."""
+    p = argparse.ArgumentParser()
+    for name in ("--sims", "--max-sims"):
+        p.add_argument(name, type=int, default=None)
+    p.add_argument("--algorithm", default=None)
+    p.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--c-puct", type=float, default=None)
+    return p.parse_args(argv)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """A random 9x9 net (one net: half the compilation) searching as the shipped
+    model does: Gumbel, forced moves, a small simulation count."""
+    m = models.load(random_model(tmp_path_factory.mktemp("time") / "m", SIZE, seed=4,
+                                 double=False))
+    return m._replace(config=m.config.replace(**{
+        "search.algorithm": "gumbel", "search.num_simulations": MODEL_SIMS,
+        "search.max_considered_actions": 4, "search.forced_moves": True,
+        "search.answer_threats": True}))
+
+
+@pytest.fixture(scope="module")
+def engines(model):
+    """(clock, timed engine, untimed engine) as pbrain-agz builds them, on one
+    fake clock; the timed one is compiled."""
+    plan = play_settings(model, flags("--max-sims", str(CAPACITY)))
+    clock = TickClock()
+    timed = engine.Engine(model, chunk=CHUNK, clock=clock, **plan["timed"])
+    untimed = engine.Engine(model, chunk=CHUNK, clock=clock, **plan["untimed"])
+    timed.warmup()
+    return clock, timed, untimed
+
+
+def opening(rules):
+    board = np.zeros(SIZE * SIZE, np.int8)
+    board[[40, 41, 31]] = [1, -1, 1]
+    return engine.make_state(rules, board, 1, last_action=31)
+
+
+def test_play_settings(model):
+    """Under a time limit: PUCT with reuse in a tree of PLAY_CAPACITY; without
+    one: the model's own search of its own count. Flags set both."""
+    own = model.config.search
+    plan = play_settings(model, flags())
+    assert plan["timed"] == dict(max_simulations=engine.PLAY_CAPACITY, algorithm="puct",
+                                 reuse=True, c_puct=None)
+    assert plan["untimed"] == dict(max_simulations=MODEL_SIMS, algorithm="gumbel",
+                                   reuse=False, c_puct=None)
+    assert plan["simulations"] == own.num_simulations == MODEL_SIMS
+    # One PUCT search for every move: one engine, the untimed count run in the big tree.
+    plan = play_settings(model, flags("--algorithm", "puct", "--reuse", "--sims", "100"))
+    assert plan["untimed"] is None and plan["simulations"] == 100
+    assert plan["timed"]["reuse"] and plan["timed"]["max_simulations"] == engine.PLAY_CAPACITY
+    plan = play_settings(model, flags("--sims", "20000", "--no-reuse", "--c-puct", "2.5"))
+    assert plan["timed"] == dict(max_simulations=20000, algorithm="puct", reuse=False,
+                                 c_puct=2.5)
+    assert plan["untimed"]["algorithm"] == "gumbel" and not plan["untimed"]["reuse"]
+    assert play_settings(model, flags("--max-sims", "300"))["timed"]["max_simulations"] == 300
+    # PUCT without a time limit keeps the model's reuse (here none): two engines.
+    plan = play_settings(model, flags("--algorithm", "puct"))
+    assert plan["timed"]["reuse"] and not plan["untimed"]["reuse"]
+
+
+def test_the_search_runs_until_its_deadline(engines):
+    """Past the model's count: chunk after chunk until the next one would end
+    after the deadline; with a far deadline, until the tree is full."""
+    clock, timed, _ = engines
+    rules = timed.rules()
+    timed.forget()
+    start = clock.now
+    deadline = start + 0.1  # 25 readings of the clock
+    a = timed.analyse(rules, opening(rules), deadline=deadline)
+    assert a.reason == "search" and a.carried == 0
+    assert a.simulations > MODEL_SIMS and a.simulations % CHUNK == 0
+    # Two readings a chunk: about 0.1 / (2 * TICK) chunks, the last one not begun.
+    assert 20 * CHUNK <= a.simulations <= 25 * CHUNK, a.simulations
+    assert clock.now <= deadline + 2 * TICK
+    assert int(a.visits.sum()) == a.simulations
+    # A longer budget: the clock would allow more than the tree holds.
+    timed.forget()
+    a = timed.analyse(rules, opening(rules), deadline=clock.now + 100.0)
+    assert a.simulations == CAPACITY
+    # No deadline: the count asked for, as before.
+    timed.forget()
+    assert timed.analyse(rules, opening(rules), simulations=40).simulations == 40
+
+
+def test_brain_thinks_for_its_budget_and_counts_without_one(engines):
+    """A Brain on the same clock: under ``timeout_turn`` the move's search runs
+    many times the model's count; with no time limit, the untimed engine (the
+    model's Gumbel) runs exactly the model's count. DEBUG says which."""
+    clock, timed, untimed = engines
+    timed.forget()
+    brain = Brain(lambda: timed, untimed_factory=lambda: untimed, simulations=MODEL_SIMS,
+                  debug=True, clock=clock)
+    assert brain.handle(f"START {SIZE}") == ["OK"]
+    about = brain.handle("ABOUT")[0]
+    assert "puct search" in about and "without one, gumbel search" in about, about
+    assert brain.handle("INFO timeout_turn 100") == []
+    debug, move = brain.handle("BEGIN")
+    # 100 ms less the 40 ms reserve: 60 ms, about 15 chunks on this clock.
+    sims = int(debug.split(": ")[1].split(" ")[0])
+    assert sims >= 10 * CHUNK > MODEL_SIMS, debug
+    assert "budget 60 ms" in debug and "puct search" in debug and "reuse" in debug, debug
+    assert move.count(",") == 1
+    # The next move has a budget of its own.
+    reply = "4,4" if move != "4,4" else "4,5"
+    debug, _ = brain.handle(f"TURN {reply}")
+    assert "simulations" in debug and "budget 60 ms" in debug, debug
+
+    untimed_brain = Brain(lambda: timed, untimed_factory=lambda: untimed,
+                          simulations=MODEL_SIMS, debug=True, clock=clock)
+    assert untimed_brain.handle(f"START {SIZE}") == ["OK"]
+    debug, move = untimed_brain.handle("BEGIN")
+    assert debug.startswith(f"DEBUG search: {MODEL_SIMS} simulations in "), debug
+    assert "no time limit" in debug and "gumbel search" in debug, debug
