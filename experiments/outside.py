@@ -9,9 +9,9 @@ Both sides are Piskvork (Gomocup) engines run as subprocesses by
 ``agz_jax.piskvork``, so our side is exactly what a Gomocup manager sees:
 ``pbrain-agz`` with ``INFO timeout_turn`` = ``--turn-ms`` (0: no clock, the
 simulations decide), kept alive across games. A ``--candidate`` is a model
-(``default``, a model or run directory: ``pbrain-agz --model MODEL --sims
-4096``, so that the clock ends each search, not the model's own simulation
-count, 32 for the shipped models; with ``--turn-ms 0`` its own count) or
+(``default``, a model or run directory: ``pbrain-agz --model MODEL``, which
+under a clock searches until its time is spent, and with ``--turn-ms 0``
+runs the model's own simulation count) or
 ``mcts:MODEL:SIMS[:puct|:gumbel]`` (``--sims SIMS``, and the algorithm: at
 most SIMS simulations, fewer where the clock runs out first). Its ledger
 name says how it played: ``pbrain:default@1000ms``,
@@ -67,7 +67,6 @@ DEFAULT_OPENINGS = "balanced15"
 ENV = "AGZ_JAX_OUTSIDE"
 LABEL = "rapfi"  # the outside players' names: rapfi:N
 OUTSIDE_TURN_MS = 30000
-CLOCK_SIMS = 4096  # a model candidate's tree under a clock: the clock ends its searches
 MAX_FAILS_IN_ROW = 3
 
 
@@ -172,12 +171,10 @@ def candidate(spec: arena_cli.Spec, turn_ms: int, name: str | None = None) -> Ca
     """How a loaded spec plays as a Piskvork engine; ``name``: the ladder's name
     of the spec (default ``model_name``), before the clock is added."""
     argv = [*pbrain_command(), "--model", str(spec.run_dir)]
-    if spec.kind == "mcts":
-        argv += ["--sims", str(spec.sims)]
+    if spec.kind == "mcts":  # at most SIMS simulations a move, with or without a clock
+        argv += ["--sims", str(spec.sims), "--max-sims", str(spec.sims)]
         if spec.algorithm:
             argv += ["--algorithm", spec.algorithm]
-    elif turn_ms:  # the clock, not the model's own (small) simulation count, decides
-        argv += ["--sims", str(CLOCK_SIMS)]
     base = name or model_name(spec)
     if spec.kind == "pbrain":
         base = f"pbrain:{base}"
