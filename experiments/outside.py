@@ -195,8 +195,10 @@ def schedule(seed: int, num_openings: int, games: int) -> list[tuple[int, bool]]
 
 
 def game_key(line: dict) -> tuple:
-    o = line["outside"]
-    return line["a"], line["b"], line["seed"], o["of"], o["game"]
+    """A game's identity: its players, match seed and number. Game k's opening and
+    colours do not depend on the match's length (``schedule``), so a match is
+    extended by a larger ``--games``, playing only the games it lacks."""
+    return line["a"], line["b"], line["seed"], line["outside"]["game"]
 
 
 def is_outside(line: dict) -> bool:
@@ -223,7 +225,7 @@ def plan(candidates: list[Candidate], nodes: list[int], seed: int, games: int,
         for n in nodes:
             opponent = f"{LABEL}:{n}"
             s = ladder.pairing_seed(seed, c.name, opponent)
-            todo = [k for k in range(games) if (c.name, opponent, s, games, k) not in done]
+            todo = [k for k in range(games) if (c.name, opponent, s, k) not in done]
             if todo:
                 out.append(Match(c, n, s, todo))
     return out
@@ -349,7 +351,7 @@ def as_matches(lines: list[dict]) -> list[dict]:
         if not is_outside(x):
             out.append(x)
             continue
-        key = (x["a"], x["b"], x["seed"], x["outside"]["of"])
+        key = (x["a"], x["b"], x["seed"])
         if key not in merged:
             merged[key] = {k: v for k, v in x.items() if k != "outside"}
             out.append(merged[key])
@@ -363,7 +365,7 @@ class Row(NamedTuple):
     candidate: str
     opponent: str
     nodes: int
-    of: int  # games in the match
+    of: int  # games in the match (the largest --games it was played with)
     games: int  # played so far
     black: tuple[int, int, int]  # the candidate's wins, draws, losses as black
     white: tuple[int, int, int]
@@ -383,9 +385,10 @@ def rows(lines: list[dict]) -> list[Row]:
         if not is_outside(x):
             continue
         o = x["outside"]
-        key = (x["a"], x["b"], x["seed"], o["of"])
+        key = (x["a"], x["b"], x["seed"])
         r = acc.setdefault(key, {"black": [0, 0, 0], "white": [0, 0, 0], "failures": [],
-                                 "nodes": o["nodes"], "games": 0})
+                                 "nodes": o["nodes"], "games": 0, "of": 0})
+        r["of"] = max(r["of"], o["of"])
         side = r["black" if o["a_black"] else "white"]
         for i, field in enumerate(("wins", "draws", "losses")):
             side[i] += x[field]
@@ -393,8 +396,8 @@ def rows(lines: list[dict]) -> list[Row]:
         if o.get("failed"):
             r["failures"].append(f"{o['failed']} {o.get('failure') or 'failed'}")
     order = list(dict.fromkeys(k[0] for k in acc))
-    out = [Row(k[0], k[1], r["nodes"], k[3], r["games"], tuple(r["black"]), tuple(r["white"]),
-               r["failures"]) for k, r in acc.items()]
+    out = [Row(k[0], k[1], r["nodes"], r["of"], r["games"], tuple(r["black"]),
+               tuple(r["white"]), r["failures"]) for k, r in acc.items()]
     return sorted(out, key=lambda r: (order.index(r.candidate), r.nodes, r.of))
 
 

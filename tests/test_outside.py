@@ -162,6 +162,11 @@ def test_ledger_keeps_every_game_and_a_rerun_resumes(tmp_path):
     assert again[3]["outside"]["moves"] == kept[3]["outside"]["moves"]
     # More node levels: only the new level is played.
     assert play(tmp_path, again, nodes=(10, 20, 30)) == 2
+    # A longer match: only the games it lacks, with the same openings for the first.
+    assert play(tmp_path, ladder.read_ledger(ledger), nodes=(10,), games=4) == 2
+    longer = [x for x in ladder.read_ledger(ledger) if x["b"] == "rapfi:10"]
+    assert [x["outside"]["game"] for x in longer] == [0, 1, 2, 3]
+    assert [r.games for r in outside.rows(longer)] == [4]
 
 
 def test_outside_failures_are_recorded_and_restarted(tmp_path, capsys):
