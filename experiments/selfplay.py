@@ -6,6 +6,8 @@ r"""The main job: self-play reinforcement learning (AlphaGomoku IV.D).
     python -m experiments.selfplay --out runs/cpu --resume --iterations 60   # extend it
     python -m experiments.selfplay --out runs/cpu --resume-from 12    # from checkpoint 12
     python -m experiments.selfplay --preset smoke --out runs/s --save-games 4  # .psq records
+    python -m experiments.selfplay --preset campaign --net-preset 6x64 \
+        --init-from runs/distill-6x64 --out runs/campaign-6x64   # a larger net (docs/nets.md)
 
 Any config field can be overridden with a dotted flag (``--help`` lists them).
 With ``--resume`` the run's own ``config.json`` is used; only ``--iterations``
@@ -48,7 +50,7 @@ import json
 import sys
 from pathlib import Path
 
-from agz_jax import cli
+from agz_jax import cli, presets
 from agz_jax.config import Config, ConfigError
 
 
@@ -60,6 +62,8 @@ def _own_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init-from", type=Path, default=None, metavar="MODEL",
                         help="start from these nets: a model name or directory, a run or "
                              "curriculum directory (any stage's output)")
+    parser.add_argument("--net-preset", default=None, metavar="NAME",
+                        help=presets.NET_PRESET_HELP)
     parser.add_argument("--num-processes", default=None, metavar="N",
                         help="processes (hosts) of a multi-host run, or 'auto' "
                         "(env JAX_NUM_PROCESSES; default 1)")
@@ -73,7 +77,8 @@ COMMAND = cli.RunCommand(
     prog="python -m experiments.selfplay", doc=__doc__, default_preset="cpu",
     default_out=lambda preset: Path("runs") / preset, sections=cli.RUN_SECTIONS,
     resume_allows=("iterations", "parallel", "checkpoint"), resume_from=True,
-    own_flags=_own_flags)
+    own_flags=_own_flags,
+    shorthands=lambda args: presets.net_preset_overrides(args.net_preset, vars(args)))
 
 
 def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
@@ -92,7 +97,8 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
             args.init_model = models.load(args.init_from)
         except models.ModelError as e:
             raise ConfigError(f"--init-from: {e}") from e
-        config.check_nets_fit(args.init_model.config, f"--init-from {args.init_from}")
+        config.check_nets_fit(args.init_model.config, f"--init-from {args.init_from}",
+                              model=str(args.init_from))
     from agz_jax import parallel
 
     args.hosts = parallel.hosts_from(args.coordinator, args.num_processes, args.process_id)
@@ -269,7 +275,8 @@ def run_job(args: argparse.Namespace, config: Config,
         console.print(f"run {run_dir}: preset {args.preset or 'cpu'}, "
                       f"{config.game.size}x{config.game.size} {config.game.rule}, "
                       f"{'double' if config.net.double else 'single'} net "
-                      f"{config.net.filters}x{config.net.blocks}, "
+                      f"{config.net.blocks} blocks x {config.net.filters} filters "
+                      f"({comps.nets.num_params(state.best):,} parameters a net), "
                       f"{config.search.algorithm} {config.search.num_simulations} sims, "
                       f"{config.selfplay.num_games} games/iteration, backend "
                       f"{jax.default_backend()} x {comps.sharder.num_devices} device(s)"

@@ -144,12 +144,16 @@ def _best_from_run(path: Path, abstract) -> tuple[Any, int]:
 
 
 def save(out_dir: str | Path, config: Config, variables: Any) -> Path:
-    """Write a model directory from a config and (stacked) variables."""
+    """Write a model directory from a config and (stacked) variables. The
+    variables go to a temporary file first, renamed into place: a process
+    killed while writing leaves the directory's previous variables whole."""
     from agz_jax import checkpoint
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     checkpoint.write_config(out, config)
     state = serialization.to_state_dict(jax.device_get(variables))
-    (out / VARIABLES_FILE).write_bytes(serialization.msgpack_serialize(state))
+    partial = out / f"{VARIABLES_FILE}.partial"
+    partial.write_bytes(serialization.msgpack_serialize(state))
+    os.replace(partial, out / VARIABLES_FILE)
     return out

@@ -3,6 +3,11 @@
 ``smoke`` checks the whole loop in about a minute; ``cpu`` is ``make
 selfplay``'s; ``curriculum`` the shipped model's; ``paper`` the paper's
 settings; ``campaign`` the CPU self-play campaign's; ``gpu`` one accelerator's.
+
+``NET_PRESETS`` names net sizes apart from the rest of a config (``--net-preset
+6x64`` on the main job and ``experiments.distill``): ``BLOCKSxFILTERS``, as
+Leela Zero and KataGo name their nets, with the paper's 2 blocks of 32 filters
+as ``paper`` (docs/nets.md has their parameter counts).
 """
 
 from __future__ import annotations
@@ -136,6 +141,74 @@ PRESETS: dict[str, Config] = {
         checkpoint=CheckpointConfig(asynchronous=True),
     ),
 }
+
+
+# The fields of ``NetConfig`` a net preset sets; the other net options (Double
+# Networks, symmetric, position biases, colour heads) stay the config's.
+NET_SIZE_FIELDS = ("blocks", "filters", "value_hidden")
+
+NET_PRESETS: dict[str, dict[str, int]] = {
+    # The paper's net (Tables I-III): 146,890 parameters a net on 15x15, most of
+    # them (101,475) the policy head's dense layer.
+    "paper": {"blocks": 2, "filters": 32, "value_hidden": 32},
+    # 561,962 parameters a net on 15x15; 11.6 times the paper net's multiply-adds.
+    "6x64": {"blocks": 6, "filters": 64, "value_hidden": 64},
+    # 3,088,874 parameters a net on 15x15; 77 times the paper net's multiply-adds.
+    "10x128": {"blocks": 10, "filters": 128, "value_hidden": 128},
+}
+
+NET_PRESET_HELP = (f"net sizes by name, BLOCKSxFILTERS: one of {', '.join(NET_PRESETS)} "
+                   "(paper: 2 blocks of 32 filters); sets net.blocks, net.filters and "
+                   "net.value_hidden (docs/nets.md)")
+
+
+def net_preset(name: str) -> dict[str, int]:
+    """The dotted fields net preset ``name`` sets (``{"net.blocks": 6, ...}``);
+    ConfigError for an unknown name."""
+    if name not in NET_PRESETS:
+        raise ConfigError(f"--net-preset: unknown net preset {name!r}; choose one of "
+                          f"{', '.join(NET_PRESETS)} (or set --net.blocks, --net.filters and "
+                          "--net.value-hidden)")
+    return {f"net.{k}": v for k, v in NET_PRESETS[name].items()}
+
+
+def net_preset_overrides(name: str | None, given: dict) -> dict[str, int]:
+    """What ``--net-preset name`` sets on a command line whose other flags are
+    ``given`` (the parsed namespace's dict, dotted names): {} without it;
+    ConfigError for an unknown name or a size also given by its own flag."""
+    if name is None:
+        return {}
+    fields = net_preset(name)
+    for dotted in fields:
+        if dotted in given:
+            flag = "--" + dotted.replace("_", "-")
+            raise ConfigError(f"{flag} and --net-preset {name} both set {dotted}: give one "
+                              "of them")
+    return fields
+
+
+def net_preset_name(net) -> str | None:
+    """The net preset whose sizes a ``NetConfig`` has, or None."""
+    for name, sizes in NET_PRESETS.items():
+        if all(getattr(net, k) == v for k, v in sizes.items()):
+            return name
+    return None
+
+
+def net_size_flags(net) -> str:
+    """The flags that give a run the sizes of ``net``: ``--net-preset NAME`` when
+    they are a preset's, else the three dotted flags."""
+    name = net_preset_name(net)
+    if name is not None:
+        return f"--net-preset {name}"
+    return " ".join(f"--net.{k.replace('_', '-')} {getattr(net, k)}" for k in NET_SIZE_FIELDS)
+
+
+def net_size_text(net) -> str:
+    """``BLOCKSxFILTERS`` (``6x64``), with ``(value_hidden V)`` when V is not the
+    filters'."""
+    text = f"{net.blocks}x{net.filters}"
+    return text if net.value_hidden == net.filters else f"{text} (value_hidden {net.value_hidden})"
 
 
 def get_preset(name: str) -> Config:
