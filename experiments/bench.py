@@ -6,7 +6,7 @@
     python -m experiments.bench --sections search,selfplay,bf16   # some sections only
 
 The bench runs in sections (``--sections``, default all, always in this order):
-search, train, baseline, forced, selfplay, routing, bf16, devices, mentor.
+search, train, baseline, forced, selfplay, routing, bf16, devices, mentor, position.
 Each section's table lines go to stderr as soon as it finishes; the final table
 (or ``--json`` report) holds the sections that ran. A bench stopped by SIGTERM
 (a ``timeout``) or Ctrl-C still prints the report of the sections it finished,
@@ -53,7 +53,12 @@ continuous), ``routing`` (Double Networks routed, each position through its
 own net, against both nets on every position: continuous self-play at the
 ``selfplay`` section's settings and the net alone on positions of both colours
 to move), ``bf16``, ``devices`` (nothing when ``--devices`` is empty),
-``mentor``.
+``mentor``, ``position`` (one position's search, as ``pbrain-agz`` and the
+web board run it: ``engine.Engine`` with PUCT on ``models/default``'s nets
+when ``--size`` is 15, one leaf a step against ``--leaves`` leaves a step in
+one batched net call with virtual loss, simulations/s on this machine's CPUs;
+and the net alone and a whole expansion at each batch size of ``--batches``,
+evaluations/s: what batching the leaves can gain at most).
 
 Every timing is the best of a few runs (the machine may be shared). No
 persistent compilation cache is used, since compile time is reported.
@@ -85,6 +90,7 @@ from experiments.bench_measures import (
     bench_devices,
     bench_devices_worker,
     bench_mentor,
+    bench_position,
     bench_routing,
     bench_search,
     bench_selfplay,
@@ -98,11 +104,12 @@ from experiments.bench_measures import (
 from experiments.bench_report import lookup, section_lines, table
 
 SECTIONS = ("search", "train", "baseline", "forced", "selfplay", "routing", "bf16", "devices",
-            "mentor")
+            "mentor", "position")
 """Every section, in the order they run."""
 
 # Every number of the JSON's "results" (dotted paths) that a section reports; all
-# are positive and finite. Devices' keys depend on --devices (``result_keys``).
+# are positive and finite. Devices' keys depend on --devices, position's on --leaves and
+# --batches (``result_keys``).
 SEARCH_KEYS = ("selfplay_compile_s", "selfplay_s", "sims_per_s", "moves_per_s",
                "forward_ms", "forward_evals_per_s", "search_overhead",
                "net_gflops", "net_vs_matmul")
@@ -127,20 +134,25 @@ SECTION_KEYS = {
     "devices": (),
     "mentor": ("mentor.0.games_per_s", "mentor.0.moves_per_s", "mentor.1.games_per_s",
                "mentor.1.chunked_games_per_s"),
+    "position": ("position.plain_sims_per_s", "position.best_speedup"),
 }
 SPEEDUP_KEYS = tuple(f"{mode}.speedup_vs_baseline" for mode in MODES)
 """Reported when both ``search`` and ``baseline`` ran."""
 RESULT_KEYS = (*(k for keys in SECTION_KEYS.values() for k in keys), *SPEEDUP_KEYS)
 
 
-def result_keys(sections, devices=()) -> tuple[str, ...]:
+def result_keys(sections, devices=(), leaves=(), batches=()) -> tuple[str, ...]:
     """The keys of ``RESULT_KEYS`` that a run of ``sections`` reports (and the
-    devices section's, one per count of ``devices``)."""
+    devices section's, one per count of ``devices``; the position section's,
+    one per K of ``leaves`` and two per size of ``batches``)."""
     keys = [k for name in sections for k in SECTION_KEYS[name]]
     if "search" in sections and "baseline" in sections:
         keys += SPEEDUP_KEYS
     if "devices" in sections:
         keys += [f"devices.{n}.sims_per_s" for n in devices]
+    if "position" in sections:
+        keys += [f"position.leaves_{k}_sims_per_s" for k in leaves]
+        keys += [f"position.{what}_evals_per_s_{b}" for b in batches for what in ("net", "expand")]
     return tuple(keys)
 
 
@@ -164,6 +176,15 @@ def parse(argv: list[str]) -> argparse.Namespace:
                    help="lockstep vs continuous self-play: games (64)")
     p.add_argument("--selfplay-sims", type=int, default=None,
                    help="lockstep vs continuous self-play: simulations per move (16)")
+    p.add_argument("--position-sims", type=int, default=None,
+                   help="position: simulations of each timed search (2048)")
+    p.add_argument("--position-capacity", type=int, default=None,
+                   help="position: the engine's tree (8192, engine.PLAY_CAPACITY)")
+    p.add_argument("--leaves", default=None,
+                   help="position: the leaves a step to time against one ('4,8,16')")
+    p.add_argument("--batches", default=None,
+                   help="position: batch sizes of the net alone and an expansion "
+                   "('1,4,8,16,32,64')")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true",
                    help="9x9, 8 games, 8 sims, small everything (defaults for unset flags)")
@@ -183,10 +204,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args.sections = [name for name in SECTIONS if name in chosen]
     full = dict(games=64, sims=64, size=15, moves=4, train_batch=512, train_steps=3,
                 baseline_seconds=14.0, matmul=2048, mentor_games=16, selfplay_games=64,
-                selfplay_sims=16)
+                selfplay_sims=16, position_sims=2048, position_capacity=8192,
+                leaves="4,8,16", batches="1,4,8,16,32,64")
     quick = dict(games=8, sims=8, size=9, moves=2, train_batch=64, train_steps=2,
                  baseline_seconds=0.5, matmul=512, mentor_games=2, selfplay_games=8,
-                 selfplay_sims=4)
+                 selfplay_sims=4, position_sims=64, position_capacity=128, leaves="4",
+                 batches="1,8")
     full["devices"], quick["devices"] = "1,4", ""
     for k, v in (quick if args.quick else full).items():
         if getattr(args, k) is None:
@@ -197,10 +220,19 @@ def parse(argv: list[str]) -> argparse.Namespace:
     except (ValueError, AssertionError):
         p.error(f"--devices must be counts >= 1 that divide --games {args.games}, "
                 f"got {args.devices!r}")
+    for k in ("leaves", "batches"):
+        try:
+            setattr(args, k, [int(n) for n in getattr(args, k).split(",") if n.strip()])
+            assert all(n >= 1 for n in getattr(args, k))
+        except (ValueError, AssertionError):
+            p.error(f"--{k} must be counts >= 1 ('4,8'), got {getattr(args, k)!r}")
     for k in ("games", "sims", "moves", "train_batch", "train_steps", "matmul", "mentor_games",
-              "selfplay_games", "selfplay_sims"):
+              "selfplay_games", "selfplay_sims", "position_sims", "position_capacity"):
         if getattr(args, k) < 1:
             p.error(f"--{k.replace('_', '-')} must be >= 1")
+    if args.position_sims > args.position_capacity:
+        p.error(f"--position-sims {args.position_sims} is more than the tree holds "
+                f"(--position-capacity {args.position_capacity})")
     try:
         Rules(args.size)  # validates the size
     except ValueError:
@@ -329,11 +361,59 @@ def section_mentor(b: Bench) -> None:
     b.results["mentor"] = bench_mentor(b.rules, b.args.mentor_games, levels, b.args.seed)
 
 
+def section_position(b: Bench) -> None:
+    b.results["position"] = bench_position(b.positions[0], b.mixed, b.args, b.repeats)
+
+
+def position_lines(res: dict) -> list[str]:
+    """The position section's rows (``bench_report`` has the others')."""
+    r = res.get("position", {})
+    if not r:
+        return []
+    batches = sorted(int(k.rsplit("_", 1)[1]) for k in r if k.startswith("net_evals_per_s_"))
+    leaves = sorted(int(k.split("_")[1]) for k in r
+                    if k.startswith("leaves_") and k.endswith("_sims_per_s"))
+    lines = ["", f"one position, {os.cpu_count()} CPUs: simulations/s ({r['model']}, PUCT, "
+             f"{r['simulations']} simulations a search in a tree of {r['capacity']}, "
+             f"{r['stones']} stones)",
+             f"  {'one leaf a step (plain)':<28}{r['plain_sims_per_s']:>10.0f}"]
+    for k in leaves:
+        rate = r[f"leaves_{k}_sims_per_s"]
+        lines.append(f"  {f'{k} leaves a step, batched':<28}{rate:>10.0f}   "
+                     f"x{rate / r['plain_sims_per_s']:.2f}")
+    lines += ["  evaluations/s by batch size:  " + "  ".join(f"{b:>6}" for b in batches),
+              "    the net alone              " + "  ".join(
+                  f"{r[f'net_evals_per_s_{b}']:>6.0f}" for b in batches),
+              "    a whole expansion          " + "  ".join(
+                  f"{r[f'expand_evals_per_s_{b}']:>6.0f}" for b in batches)]
+    return lines
+
+
+def lines_of(name: str, results: dict, config: dict) -> list[str]:
+    """A section's table lines: ``bench_report``'s, or the position section's."""
+    return position_lines(results) if name == "position" else section_lines(name, results,
+                                                                             config)
+
+
+def full_table(report: dict) -> str:
+    """``bench_report.table``, with the position section's rows before its footer."""
+    sections = report["sections"]
+    text = table({**report, "sections": [n for n in sections if n != "position"]})
+    if "position" not in sections:
+        return text
+    body, footer = text.rsplit("\n", 2)[0], text.rsplit("\n", 2)[1:]
+    return "\n".join([body.replace("sections: " + ", ".join(n for n in sections
+                                                              if n != "position"),
+                                    "sections: " + ", ".join(sections)),
+                      *position_lines(report["results"]), *footer])
+
+
 SECTION_FNS = {"search": section_search, "train": section_train,
                "baseline": section_baseline,
                "forced": section_forced, "selfplay": section_selfplay,
                "routing": section_routing, "bf16": section_bf16,
-               "devices": section_devices, "mentor": section_mentor}
+               "devices": section_devices, "mentor": section_mentor,
+               "position": section_position}
 assert tuple(SECTION_FNS) == SECTIONS
 
 
@@ -361,7 +441,7 @@ def run(args: argparse.Namespace, command: str) -> dict:
                 with interrupts.deferred():
                     done.append(name)
                     kept = dict(b.results)
-                    lines = section_lines(name, b.results, config)
+                    lines = lines_of(name, b.results, config)
                     log("\n".join([f"section {name} done in {time.perf_counter() - t0:.0f} s",
                                    *lines]))
         except KeyboardInterrupt:
@@ -398,14 +478,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     command = shlex.join(["python", "-m", "experiments.bench", *argv])
     report = run(args, command)
-    for key in result_keys(report["sections"], args.devices):
+    for key in result_keys(report["sections"], args.devices, args.leaves, args.batches):
         v = lookup(report["results"], key)
         if not (math.isfinite(v) and v > 0):
             log(f"warning: {key} = {v}")
     if args.json:
         print(json.dumps(report, sort_keys=True))
     else:
-        print(table(report))
+        print(full_table(report))
     if "stopped" in report:
         # At once: work cut in flight (a device computation) must not be waited on.
         cli.leave(cli.TERMINATED if report["stopped"]["signal"] == "SIGTERM"

@@ -465,6 +465,93 @@ def bench_baseline(nets, variables, positions, args, budget: float) -> dict:
             "baseline_games": len(games), "baseline_moves": moves, "baseline_s": seconds}
 
 
+def position_model(size: int, seed: int):
+    """``models/default`` when ``size`` is 15; else its architecture and search
+    settings on a ``size`` board, untrained."""
+    from pathlib import Path
+
+    from agz_jax import models
+    from agz_jax.networks import make_networks
+
+    default = models.load("default")
+    if size == default.rules.size:
+        return default
+    config = default.config.replace(**{"game.size": size, "openings.path": ""})
+    nets = make_networks(config)
+    return models.Model(name=f"untrained {size}x{size}", path=Path("."), config=config,
+                        rules=Rules(size, config.game.rule), nets=nets,
+                        variables=jax.jit(nets.init)(jax.random.PRNGKey(seed)))
+
+
+def _batch_rates(model, recurrent_fn, states: State, repeats: int) -> tuple[float, float]:
+    """Evaluations/s of the net alone and of ``recurrent_fn`` on ``states [B]``,
+    many calls in one jitted loop (each the best of ``repeats + 1`` runs)."""
+    batch = states.to_play.shape[0]
+    reps = max(4, 256 // batch)
+    obs = model.nets.observe(model.rules, states)
+    net, _ = compile_timed(repeated(model.nets.evaluate, reps), model.variables, obs,
+                           states.to_play)
+    net_s = best_time(lambda: net(model.variables, obs, states.to_play), repeats + 1)
+    actions = jnp.argmax(states.board == 0, axis=-1).astype(jnp.int32)
+
+    def expand(variables, states):
+        def body(_, acc):  # acc (never < 0) chains the calls: none is hoisted
+            board = jnp.where(acc < 0, 0, states.board).astype(states.board.dtype)
+            step, _ = recurrent_fn(variables, None, actions, states._replace(board=board))
+            return acc + jnp.sum(jnp.abs(step.value)) + 1.0
+        return jax.lax.fori_loop(0, reps, body, jnp.float32(0.0))
+
+    fn, _ = compile_timed(expand, model.variables, states)
+    expand_s = best_time(lambda: fn(model.variables, states), repeats + 1)
+    return batch * reps / net_s, batch * reps / expand_s
+
+
+def bench_position(position: baseline.Position, mixed: State, args, repeats: int) -> dict:
+    """One position's search on this machine's CPUs: ``engine.Engine`` (PUCT with
+    the model's c_puct and forced moves, a tree of ``--position-capacity``)
+    growing one tree from ``position``, ``--position-sims`` simulations a
+    search, one leaf a step (plain) and K leaves a step (``--leaves``: one
+    batched net call a step, virtual loss); each engine compiled first, the
+    searches interleaved (plain, K1, K2, ..., plain, ...) and each the best of
+    ``repeats``, so that they compare under the same load.
+
+    And what bounds the leaves' batching: the net alone (``Networks.evaluate``)
+    and a whole expansion (the search's ``recurrent_fn``: a move, the net, the
+    forced moves, the backup's values) at each batch size of ``--batches``,
+    evaluations/s, on positions of both colours to move."""
+    from agz_jax import engine
+
+    model = position_model(args.size, args.seed)
+    out: dict = {"model": model.name, "capacity": args.position_capacity,
+                 "simulations": args.position_sims, "stones": int(position.num_moves)}
+    recurrent_fn = Searcher.of(model.config, model.rules, model.nets).recurrent_fn()
+    for batch in args.batches:
+        log(f"position: the net alone and a whole expansion, batch {batch}")
+        states = jax.tree.map(lambda x, n=batch: jnp.resize(x, (n,) + x.shape[1:]), mixed)
+        net, expand = _batch_rates(model, recurrent_fn, states, repeats)
+        out[f"net_evals_per_s_{batch}"], out[f"expand_evals_per_s_{batch}"] = net, expand
+    rules = model.rules
+    state = engine.make_state(rules, position.board, position.to_play, position.last_action)
+    engines = {}
+    for leaves in (0, *args.leaves):
+        name = "plain" if leaves == 0 else f"leaves_{leaves}"
+        log(f"position: the engine, {leaves or 'one'} {'leaves' if leaves > 1 else 'leaf'} a step")
+        e = engine.Engine(model, max_simulations=args.position_capacity, chunk=64,
+                          algorithm="puct", reuse=False, leaves=leaves, seed=args.seed)
+        out[f"{name}_compile_s"] = e.warmup(rules)
+        engines[name] = e
+    best = dict.fromkeys(engines, 0.0)
+    for _ in range(repeats + 1):
+        for name, e in engines.items():
+            e.forget()
+            a = e.analyse(rules, state, simulations=args.position_sims)
+            best[name] = max(best[name], a.simulations / a.elapsed)
+    for name, rate in best.items():
+        out[f"{name}_sims_per_s"] = rate
+    out["best_speedup"] = max(best.values()) / best["plain"]
+    return out
+
+
 def bench_mentor(rules: Rules, games: int, levels, seed: int) -> dict:
     """Mentor-vs-mentor games in one jitted batch (play_match), per level."""
     from agz_jax import arena

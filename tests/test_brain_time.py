@@ -42,6 +42,7 @@ def flags(*argv: str) -> argparse.Namespace:
     p.add_argument("--algorithm", default=None)
     p.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--c-puct", type=float, default=None)
+    p.add_argument("--leaves", type=int, default=0)
     return p.parse_args(argv)
 
 
@@ -81,18 +82,20 @@ def test_play_settings(model):
     own = model.config.search
     plan = play_settings(model, flags())
     assert plan["timed"] == dict(max_simulations=engine.PLAY_CAPACITY, algorithm="puct",
-                                 reuse=True, c_puct=None)
+                                 reuse=True, c_puct=None, leaves=0)
     assert plan["untimed"] == dict(max_simulations=MODEL_SIMS, algorithm="gumbel",
-                                   reuse=False, c_puct=None)
+                                   reuse=False, c_puct=None, leaves=0)
     assert plan["simulations"] == own.num_simulations == MODEL_SIMS
     # One PUCT search for every move: one engine, the untimed count run in the big tree.
     plan = play_settings(model, flags("--algorithm", "puct", "--reuse", "--sims", "100"))
     assert plan["untimed"] is None and plan["simulations"] == 100
     assert plan["timed"]["reuse"] and plan["timed"]["max_simulations"] == engine.PLAY_CAPACITY
-    plan = play_settings(model, flags("--sims", "20000", "--no-reuse", "--c-puct", "2.5"))
+    plan = play_settings(model, flags("--sims", "20000", "--no-reuse", "--c-puct", "2.5",
+                                      "--leaves", "8"))
     assert plan["timed"] == dict(max_simulations=20000, algorithm="puct", reuse=False,
-                                 c_puct=2.5)
+                                 c_puct=2.5, leaves=8)
     assert plan["untimed"]["algorithm"] == "gumbel" and not plan["untimed"]["reuse"]
+    assert plan["untimed"]["leaves"] == 0  # Gumbel: one leaf at a time
     assert play_settings(model, flags("--max-sims", "300"))["timed"]["max_simulations"] == 300
     # PUCT without a time limit keeps the model's reuse (here none): two engines.
     plan = play_settings(model, flags("--algorithm", "puct"))

@@ -287,3 +287,36 @@ def test_the_engine_plays_the_models_search(eng, tmp_path):
     assert engine.Engine(model, algorithm="puct").search_cfg.algorithm == "puct"
     with pytest.raises(ValueError, match="search.reuse"):
         engine.Engine(model, reuse=True)  # Gumbel cannot reuse
+
+
+def test_keep_deepens_the_tree_of_an_unchanged_position(eng):
+    """``keep``: calls on one position grow one tree (the last search's, with
+    keep or not), each reporting the visits so far (``carried`` +
+    ``simulations``); the visits of each move only grow. Another position, or
+    the same stones reached by another last move, starts afresh; a full tree
+    answers at once."""
+    rules = eng.rules()
+    eng.forget()
+    state = position(rules, [(4, 4), (5, 5)], [(4, 5), (3, 3)])
+    first = eng.analyse(rules, state, simulations=16, keep=True)
+    assert (first.carried, first.simulations) == (0, 16)
+    second = eng.analyse(rules, state, simulations=40, keep=True)
+    assert (second.carried, second.simulations) == (16, 24)
+    assert int(second.visits.sum()) == 40 and np.all(second.visits >= first.visits)
+    # The deadline has passed: no chunk, the tree as it was.
+    same = eng.analyse(rules, state, keep=True, deadline=eng.clock() - 1.0)
+    assert (same.carried, same.simulations, same.reason) == (40, 0, "search")
+    np.testing.assert_array_equal(same.visits, second.visits)
+    full = eng.analyse(rules, state, keep=True)
+    assert full.carried + full.simulations == CAPACITY == int(full.visits.sum())
+    assert eng.analyse(rules, state, keep=True).simulations == 0  # full
+    # Without keep, a fresh search, which the next keep goes on with.
+    assert eng.analyse(rules, state, simulations=8).carried == 0
+    deeper = eng.analyse(rules, state, simulations=20, keep=True)
+    assert (deeper.carried, deeper.simulations) == (8, 12)
+    other = position(rules, [(4, 4), (5, 5)], [(4, 5), (3, 4)])
+    assert eng.analyse(rules, other, simulations=8, keep=True).carried == 0
+    board = np.asarray(other.board)
+    reordered = engine.make_state(rules, board, 0, last_action=at(4, 5))
+    assert eng.analyse(rules, reordered, simulations=8, keep=True).carried == 0
+    eng.forget()

@@ -224,6 +224,33 @@ def test_api_analysis_load_and_psq(server, tmp_path):
         assert "line 3: " in json.loads(body)["error"] and "looks like a move" in body.decode()
 
 
+def test_api_analysis_deepens(server):
+    """``keep``: each request grows the engine's tree of the position (the last
+    analysis's, ``carried``) up to ``sims`` in all (default: the capacity); a
+    full tree grows no more; another position starts afresh."""
+    status, body = get(server, "/api/info")
+    assert json.loads(body)["step_ms"] > 0
+    moves = [at(7, 7), at(8, 8), at(6, 8)]
+    first = json.loads(post(server, "/api/analyse", {"moves": moves, "sims": 16})[1])["analysis"]
+    assert (first["simulations"], first["carried"], first["total"]) == (16, 0, 16)
+    deeper = json.loads(post(server, "/api/analyse", {"moves": moves, "sims": 40,
+                                                      "keep": True})[1])["analysis"]
+    assert (deeper["carried"], deeper["simulations"], deeper["total"]) == (16, 24, 40)
+    assert sum(deeper["visits"]) == 40
+    assert all(v >= u for u, v in zip(first["visits"], deeper["visits"], strict=True))
+    full = json.loads(post(server, "/api/analyse", {"moves": moves, "sims": 40,
+                                                    "keep": True})[1])["analysis"]
+    assert (full["carried"], full["simulations"], full["visits"]) == (40, 0, deeper["visits"])
+    grown = json.loads(post(server, "/api/analyse", {"moves": moves, "keep": True})[1])
+    assert grown["analysis"]["carried"] == 40 and grown["analysis"]["simulations"] > 0
+    assert grown["moves"] == moves and not grown["done"]
+    other = json.loads(post(server, "/api/analyse", {"moves": moves[:2], "sims": 8,
+                                                     "keep": True})[1])["analysis"]
+    assert other["carried"] == 0 and other["total"] == 8
+    status, body = post(server, "/api/analyse", {"moves": moves, "keep": 1})
+    assert status == 400 and "'keep' must be a bool" in json.loads(body)["error"]
+
+
 # -- hardening ---------------------------------------------------------------------------
 
 def raw_request(port, data: bytes, *, half_close=False, timeout=10.0):
@@ -600,7 +627,11 @@ def test_analysis_board_in_chromium(server, browser, tmp_path):
     requests = []
     page.on("request", lambda r: requests.append(r.url))
 
-    # The empty board: coordinates, star points, and the analysis of black's first move.
+    # The empty board: coordinates, star points, and the analysis of black's first
+    # move, which deepens while the position stands: every reply of the page's
+    # requests is kept, to find the one it shows.
+    analyses = []
+    page.on("response", lambda r: analyses.append(r) if r.url.endswith("/api/analyse") else None)
     reply = api_reply(page, "/api/analyse", lambda: page.goto(server))
     settle(page)
     assert page.locator(".cell").count() == SIZE * SIZE
@@ -611,7 +642,27 @@ def test_analysis_board_in_chromium(server, browser, tmp_path):
     assert sorted(page.eval_on_selector_all(".cell.star", "e => e.map(x => x.dataset.coord)")) == [
         "D12", "D4", "H8", "L12", "L4"]
     assert reply["analysis"]["to_play"] == 0 and reply["analysis"]["simulations"] == 8
-    check_shown(page, reply["analysis"])
+    # Keep thinking (on by default): the visits grow past the first analysis's 8,
+    # each reply going on with the tree before; t stops it, and the table is the
+    # last reply's.
+    page.wait_for_function(
+        "() => Number(document.getElementById('details').dataset.total) > 8", timeout=60_000)
+    page.keyboard.press("t")
+    page.wait_for_selector('#details[data-deepening="false"]')
+    assert not page.is_checked("#deepen")
+    total = int(page.get_attribute("#details", "data-total"))
+    replies = []
+    for r in analyses:
+        try:
+            replies.append(r.json()["analysis"])
+        except Exception:  # a request the page aborted when t was pressed
+            pass
+    deepened = [a for a in replies if a["carried"] > 0]
+    assert deepened and all(b["carried"] == a["total"]
+                            for a, b in zip(replies, replies[1:], strict=False))
+    shown = next(a for a in replies if a["total"] == total)
+    assert shown["carried"] > 0 and "thinking" not in page.inner_text("#details")
+    check_shown(page, shown)
     page.evaluate("""() => { window.seen = []; new MutationObserver(() => window.seen.push(
         [document.getElementById('status').dataset.state,
          document.getElementById('thinking').hidden])).observe(

@@ -69,9 +69,11 @@ visited its considered moves unevenly; PUCT has no such schedule.) Without any
 time limit a move runs ``--sims`` simulations (default: the model's
 ``search.num_simulations``) of the model's own search, as trained (compiled at
 the first such move). ``--algorithm``, ``--reuse`` and ``--c-puct`` set the
-search for every move. ``ABOUT`` names both searches, and with ``--debug`` a
-``DEBUG`` line before each move says what ran: simulations (and the visits
-carried over), time against the budget, value, and the search.
+search for every move; ``--leaves K`` has a PUCT search evaluate K leaves a step
+in one batched net call, with virtual loss (``mctx_loop.parallel_steps``).
+``ABOUT`` names both searches, and with ``--debug`` a ``DEBUG`` line before each
+move says what ran: simulations (and the visits carried over), time against the
+budget, value, and the search.
 
 This module is the command line and the loop over stdin; the commands are
 ``agz_jax.brain_commands``' and the reading of lines ``agz_jax.brain_text``'s.
@@ -125,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
                              "model's own search.reuse otherwise")
     parser.add_argument("--c-puct", type=float, default=None,
                         help="PUCT's exploration constant; default: the model's search.c_puct")
+    parser.add_argument("--leaves", type=int, default=0,
+                        help="PUCT: leaves a step, evaluated in one batched net call with "
+                             "virtual loss (leaf parallelism); 0 (default): one at a time")
     parser.add_argument("--chunk", type=int, default=16,
                         help="simulations per jitted step between clock checks")
     parser.add_argument("--seed", type=int, default=0)
@@ -132,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if any(n is not None and n < 1 for n in (args.sims, args.max_sims)) or args.chunk < 1:
         parser.error("--sims, --max-sims and --chunk must be positive")
+    if args.leaves < 0:
+        parser.error(f"--leaves must be 0 or more, got {args.leaves}")
     if args.sims is not None and args.max_sims is not None and args.sims > args.max_sims:
         parser.error(f"--sims {args.sims} is more than --max-sims {args.max_sims}, the tree's "
                      "capacity: lower --sims or raise --max-sims")
@@ -202,12 +209,12 @@ def play_settings(model, args) -> dict:
     algorithm = args.algorithm or "puct"
     reuse = args.reuse if args.reuse is not None else algorithm == "puct"
     timed = dict(max_simulations=capacity, algorithm=algorithm, reuse=reuse,
-                 c_puct=args.c_puct)
+                 c_puct=args.c_puct, leaves=args.leaves if algorithm == "puct" else 0)
     untimed_algorithm = args.algorithm or own.algorithm
     untimed_reuse = (args.reuse if args.reuse is not None else own.reuse) \
         if untimed_algorithm == "puct" else False
     untimed = dict(max_simulations=sims, algorithm=untimed_algorithm, reuse=untimed_reuse,
-                   c_puct=args.c_puct)
+                   c_puct=args.c_puct, leaves=args.leaves if untimed_algorithm == "puct" else 0)
     # PUCT has no schedule: a bigger tree runs the same search of ``sims``.
     same = (untimed_algorithm, untimed_reuse) == (algorithm, reuse) and algorithm == "puct"
     return {"model": model, "simulations": sims, "timed": timed,

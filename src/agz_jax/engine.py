@@ -33,6 +33,12 @@ never copies the tree, ``mctx_loop``), so a time-limited player takes a tree of
 ``PLAY_CAPACITY`` nodes, independent of the model's training simulation count,
 and lets the clock end its searches.
 
+Leaves (``leaves=K``, PUCT): the tree grows K leaves a step, selected under
+virtual loss and evaluated in one batched net call
+(``mctx_loop.parallel_steps``). On a CPU the net is about as fast per position
+at batch 1 as at 64, so it gains little there (``make bench``'s position
+section measures it); an accelerator is where batching pays.
+
 Tactics: the engine always completes its own five when it can (no search), and
 when the opponent threatens a five it searches only among the points that
 block it. An untrained net therefore still never misses a win in one or a block
@@ -207,12 +213,16 @@ class Engine:
         model's own.
       clock: seconds, the clock that ``analyse``'s deadlines are on (default
         ``time.perf_counter``; a test may pass a fake one).
+      leaves: K >= 1 grows the tree K leaves a step, evaluated in one net call
+        with virtual loss (``mctx_loop.parallel_steps``; PUCT only); 0, one
+        leaf at a time.
     """
 
     def __init__(self, model: Model, *, max_simulations: int | None = None,
                  chunk: int = DEFAULT_CHUNK, seed: int = 0, rank: int | None = None,
                  algorithm: str | None = None, reuse: bool | None = None,
-                 c_puct: float | None = None, clock: Callable[[], float] = time.perf_counter):
+                 c_puct: float | None = None, clock: Callable[[], float] = time.perf_counter,
+                 leaves: int = 0):
         settings = model.config.search
         overrides = {k: v for k, v in (("algorithm", algorithm), ("reuse", reuse),
                                        ("c_puct", c_puct)) if v is not None}
@@ -225,11 +235,17 @@ class Engine:
             raise ValueError(f"max_simulations must be a positive integer, got {max_simulations!r}")
         if not isinstance(chunk, int) or chunk < 1:
             raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+        if not isinstance(leaves, int) or leaves < 0:
+            raise ValueError(f"leaves must be a non-negative integer, got {leaves!r}")
+        if leaves and self.search_cfg.algorithm != "puct":
+            raise ValueError("leaves (leaf parallelism) is for PUCT: virtual visits would "
+                             "disturb Gumbel's sequential halving")
         self.model = model
         self.size = model.rules.size
         self.num_actions = model.rules.num_actions
         self.max_simulations = max_simulations
-        self.chunk = min(chunk, max_simulations)
+        self.leaves = leaves
+        self.chunk = min(max(chunk, leaves), max_simulations)
         self.rank = rank
         self._key = jax.random.PRNGKey(seed)
         self._calls = 0
@@ -250,6 +266,7 @@ class Engine:
         what = (f"puct search (c_puct {s.c_puct:g})" if s.algorithm == "puct"
                 else f"gumbel search ({s.max_considered_actions} considered moves)")
         return (f"{what}, up to {self.max_simulations} simulations a move"
+                f"{f', {self.leaves} leaves a step' if self.leaves else ''}"
                 f"{', subtree reuse' if s.reuse else ''}")
 
     # -- compilation -----------------------------------------------------------------------
@@ -269,7 +286,7 @@ class Engine:
 
     def _build(self) -> _Compiled:
         nets, settings, size, gamma = self.model.nets, self.search_cfg, self.size, self.gamma
-        capacity = self.max_simulations
+        capacity, leaves = self.max_simulations, self.leaves
 
         def searcher(exact):
             return search.Searcher(rules=_EitherRule(size, exact=exact), nets=nets,
@@ -283,7 +300,7 @@ class Engine:
         @functools.partial(jax.jit, donate_argnums=(3,))
         def chunk(variables, exact, key, tree, until):
             return searcher(exact).grow(variables, key, tree, until=until,
-                                        num_simulations=capacity)
+                                        num_simulations=capacity, leaves=leaves)
 
         @jax.jit
         def results(tree):

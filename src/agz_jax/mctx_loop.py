@@ -1,7 +1,7 @@
 """The search loop, on mctx's private API (pinned: mctx==0.0.71).
 
 mctx's public ``mctx.search`` runs a fixed number of simulations from an empty
-tree; this project needs three things it does not give:
+tree; this project needs what it does not give:
 
 * a simulation written for the batch (``select_leaves``, ``batched_backward``):
   the same trees bit for bit, without copying tree arrays on every step. XLA
@@ -12,7 +12,10 @@ tree; this project needs three things it does not give:
   costs the same in a tree of 64 nodes or 8192;
 * searches in chunks that share one tree (``start_tree``, ``continue_tree``),
   so the engine can stop when its time is up;
-* Gumbel MuZero's policy on that loop (``gumbel_policy``).
+* Gumbel MuZero's policy on that loop (``gumbel_policy``);
+* leaf parallelism in one tree (``parallel_steps``): K leaves a step, selected
+  under virtual loss and evaluated in one call of the net (with K = 1, mctx's
+  loop bit for bit).
 
 Everything that touches ``mctx._src`` lives here, so an mctx upgrade is checked
 in one place (``tests/test_search.py`` compares these against mctx's own
@@ -148,7 +151,7 @@ def _expand(params, rng_key, tree: mctx.Tree, recurrent_fn, parent_index, action
 
 
 def select_leaves(rng_keys: jax.Array, tree: mctx.Tree, action_selection_fn,
-                  max_depth: int):
+                  max_depth: int, virtual: jax.Array | None = None):
     """mctx's ``simulate`` for the whole batch in one loop: the same
     ``(parent_index, action)`` per row, from the same keys.
 
@@ -165,30 +168,36 @@ def select_leaves(rng_keys: jax.Array, tree: mctx.Tree, action_selection_fn,
       tree: the batched tree ``[B, ...]``.
       action_selection_fn: an unbatched (root/interior switching) selection.
       max_depth: the depth at which a selection stops (mctx's).
+      virtual: bool[B] or None. Where True, each edge the row's selection
+        takes gets a virtual visit (``add_virtual_visit``) as it is taken, for
+        leaf parallelism: the tree rides in the loop (each step reads what it
+        then writes) and comes back as a fifth output.
 
     Returns:
       (parent_index int32[B], action int32[B], child int32[B], embedding): the
       node the selection ended on, the action it chose there, that action's
       child (``Tree.UNVISITED`` unless ``max_depth`` stopped the selection) and
-      the node's embedding.
+      the node's embedding; and with ``virtual``, the tree.
     """
     batch_size = tree.node_visits.shape[0]
     batch_range = jnp.arange(batch_size)
     select = jax.vmap(action_selection_fn)
 
-    def embedding_at(node):
+    def embedding_at(tree, node):
         return jax.tree.map(lambda x: x[batch_range, node], tree.embeddings)
 
     def cond_fun(loop_state):
         return jnp.any(loop_state[5])
 
     def body_fun(loop_state):
-        keys, node_index, action, next_node_index, depth, continuing, embedding = loop_state
+        keys, node_index, action, next_node_index, depth, continuing, embedding, *rest = (
+            loop_state)
+        current = rest[0] if rest else tree
         split = jax.vmap(jax.random.split)(keys)
         new_keys, selection_keys = split[:, 0], split[:, 1]
         node = next_node_index
-        new_action = select(selection_keys, tree, node, depth)
-        new_next = tree.children_index[batch_range, node, new_action]
+        new_action = select(selection_keys, current, node, depth)
+        new_next = current.children_index[batch_range, node, new_action]
         new_depth = depth + 1
         going_on = (new_next != mctx.Tree.UNVISITED) & (new_depth < max_depth)
 
@@ -196,18 +205,23 @@ def select_leaves(rng_keys: jax.Array, tree: mctx.Tree, action_selection_fn,
             where = continuing.reshape(continuing.shape + (1,) * (new.ndim - 1))
             return jnp.where(where, new, old)
 
-        return (keep(new_keys, keys), keep(node, node_index), keep(new_action, action),
-                keep(new_next, next_node_index), keep(new_depth, depth),
-                continuing & going_on, jax.tree.map(keep, embedding_at(node), embedding))
+        out = (keep(new_keys, keys), keep(node, node_index), keep(new_action, action),
+               keep(new_next, next_node_index), keep(new_depth, depth),
+               continuing & going_on, jax.tree.map(keep, embedding_at(current, node), embedding))
+        if rest:
+            out += (add_virtual_visit(current, node, new_action, continuing & virtual),)
+        return out
 
     none = jnp.full((batch_size,), mctx.Tree.NO_PARENT, jnp.int32)
     root = jnp.full((batch_size,), mctx.Tree.ROOT_INDEX, jnp.int32)
     loop_state = (rng_keys, none, none, root,
                   jnp.zeros((batch_size,), tree.children_prior_logits.dtype),
-                  jnp.ones((batch_size,), bool), embedding_at(root))
-    _, parent_index, action, child, _, _, embedding = jax.lax.while_loop(
+                  jnp.ones((batch_size,), bool), embedding_at(tree, root))
+    if virtual is not None:
+        loop_state += (tree,)
+    _, parent_index, action, child, _, _, embedding, *rest = jax.lax.while_loop(
         cond_fun, body_fun, loop_state)
-    return parent_index, action, child, embedding
+    return (parent_index, action, child, embedding, *rest)
 
 
 def _simulation(params, recurrent_fn, action_selection_fn, max_depth: int,
@@ -279,6 +293,7 @@ def continue_tree(
     root_action_selection_fn,
     interior_action_selection_fn,
     until,
+    leaves: int = 0,
 ) -> mctx.Tree:
     """Simulate on each row until its root has ``until`` simulations.
 
@@ -290,15 +305,214 @@ def continue_tree(
     compilation serves every chunk) and is at most the tree's capacity. The
     RNG keys are the caller's: on a fresh tree, one call with ``until = n``
     gives the same tree as ``search_tree`` with the same key.
+
+    ``leaves``: 0 runs mctx's loop, one leaf at a time; K >= 1 runs
+    ``parallel_steps``, K leaves a step evaluated in one call of
+    ``recurrent_fn`` (with K = 1, the same tree as mctx's loop, bit for bit).
     """
     action_selection_fn = mctx_selection.switching_action_selection_wrapper(
         root_action_selection_fn=root_action_selection_fn,
         interior_action_selection_fn=interior_action_selection_fn)
+    if leaves:
+        return parallel_steps(params, rng_key, tree, recurrent_fn=recurrent_fn,
+                              action_selection_fn=action_selection_fn, until=until,
+                              leaves=leaves)
     max_depth = tree.children_visits.shape[1] - 1
     first = node_count(tree)
     body_fun = _simulation(params, recurrent_fn, action_selection_fn, max_depth, first, until)
     steps = jnp.maximum(until + 1 - jnp.min(first), 0)
     _, tree = jax.lax.fori_loop(0, steps, body_fun, (rng_key, tree))
+    return tree
+
+
+# -- leaf parallelism ----------------------------------------------------------------------
+
+VIRTUAL_LOSS_VALUE = -1.0
+"""The value, for the side that chose it, of a pending leaf's virtual visit."""
+
+
+def add_virtual_visit(tree: mctx.Tree, node: jax.Array, action: jax.Array,
+                      active: jax.Array) -> mctx.Tree:
+    """One virtual visit of the edge ``(node, action)`` of each active row, for a
+    leaf pending below it: the edge and the node count one visit more, and if
+    the edge leads to an expanded unfinished position (discount != 0) its mean
+    value, for the side that chose it, takes a loss (``VIRTUAL_LOSS_VALUE``),
+    by way of the child's value in ``children_values``. The visits are taken
+    back by ``take_back_virtual_visits``; the values need not be: the leaves'
+    backups rewrite every ``children_values`` entry on their paths
+    (``batched_backward`` sets them from the nodes' values, which a virtual
+    visit leaves alone).
+
+    Each array is read only after its own update (see ``batched_backward``).
+    """
+    batch_size = tree.node_visits.shape[0]
+    batch_range = jnp.arange(batch_size)
+    # Out of range: dropped. (``action >= 0`` always holds; it makes the node's
+    # update wait for the selection that read the node's visits.)
+    rows = jnp.where(active & (action >= 0), batch_range, batch_size)
+    node = jnp.maximum(node, 0)
+    visits = tree.children_visits.at[rows, node, action].add(1, mode="drop")
+    count = visits[batch_range, node, action] - 1
+    reward = tree.children_rewards[batch_range, node, action]
+    discount = tree.children_discounts[batch_range, node, action]
+    q = reward + discount * tree.children_values[batch_range, node, action]
+    lowered = (q * count + VIRTUAL_LOSS_VALUE) / (count + 1.0)
+    value = (lowered - reward) / jnp.where(discount == 0, 1.0, discount)
+    valued = jnp.where(active & (discount != 0), batch_range, batch_size)
+    return tree.replace(
+        children_visits=visits,
+        node_visits=tree.node_visits.at[rows, node].add(1, mode="drop"),
+        children_values=tree.children_values.at[valued, node, action].set(value, mode="drop"))
+
+
+def take_back_virtual_visits(tree: mctx.Tree, parent: jax.Array, action: jax.Array,
+                             active: jax.Array) -> mctx.Tree:
+    """Takes back the virtual visits of the paths from each row's root to its
+    leaves' edges ``(parent, action)`` (int32[B, K], where ``active`` bool[B, K])
+    that ``select_leaves`` added, all leaves at once (paths that share an edge
+    take back one visit each: the updates add up)."""
+    batch_size = tree.node_visits.shape[0]
+    batch_range = jnp.arange(batch_size)[:, None]
+
+    def cond_fun(loop_state):
+        return jnp.any(loop_state[1] != mctx.Tree.NO_PARENT)
+
+    def body_fun(loop_state):
+        tree, node, action = loop_state
+        on = node != mctx.Tree.NO_PARENT
+        rows = jnp.where(on, batch_range, batch_size)
+        safe = jnp.maximum(node, 0)
+        tree = tree.replace(
+            children_visits=tree.children_visits.at[rows, safe, action].add(-1, mode="drop"),
+            node_visits=tree.node_visits.at[rows, safe].add(-1, mode="drop"))
+        return (tree, jnp.where(on, tree.parents[batch_range, safe], node),
+                jnp.where(on, tree.action_from_parent[batch_range, safe], action))
+
+    start = jnp.where(active, parent, mctx.Tree.NO_PARENT).astype(jnp.int32)
+    tree, _, _ = jax.lax.while_loop(cond_fun, body_fun, (tree, start, action))
+    return tree
+
+
+def _expand_leaves(params, rng_key, tree: mctx.Tree, recurrent_fn, parent, action, node,
+                   active, embedding):
+    """``_expand`` of K leaves a row, in one call of ``recurrent_fn`` on ``B * K``
+    positions; ``parent``, ``action``, ``node``, ``active``: [B, K], the leaves
+    of a row distinct where active; ``embedding``: the parents' ``[B, K, ...]``.
+    With K = 1, ``_expand``'s tree bit for bit."""
+    batch_size, num_leaves = parent.shape
+    rows = jnp.where(active, jnp.arange(batch_size)[:, None], batch_size)
+
+    def flat(x):
+        return x.reshape((batch_size * num_leaves,) + x.shape[2:])
+
+    def unflat(x):
+        return x.reshape((batch_size, num_leaves) + x.shape[1:])
+
+    step, embedding = recurrent_fn(params, rng_key, flat(action), jax.tree.map(flat, embedding))
+    step, embedding = jax.tree.map(unflat, step), jax.tree.map(unflat, embedding)
+
+    def set_node(x, vals):
+        return x.at[rows, node].set(vals, mode="drop")
+
+    def set_edge(x, vals):
+        return x.at[rows, parent, action].set(vals, mode="drop")
+
+    return tree.replace(
+        children_prior_logits=set_node(tree.children_prior_logits, step.prior_logits),
+        raw_values=set_node(tree.raw_values, step.value),
+        node_values=set_node(tree.node_values, step.value),
+        node_visits=tree.node_visits.at[rows, node].add(1, mode="drop"),
+        embeddings=jax.tree.map(set_node, tree.embeddings, embedding),
+        children_index=set_edge(tree.children_index, node),
+        children_rewards=set_edge(tree.children_rewards, step.reward),
+        children_discounts=set_edge(tree.children_discounts, step.discount),
+        parents=set_node(tree.parents, parent),
+        action_from_parent=set_node(tree.action_from_parent, action))
+
+
+def parallel_steps(params, rng_key: jax.Array, tree: mctx.Tree, *, recurrent_fn,
+                   action_selection_fn, until, leaves: int) -> mctx.Tree:
+    """Leaf parallelism with virtual loss: ``continue_tree`` in steps of ``leaves``
+    (K) leaves a row, each step's leaves evaluated in one call of
+    ``recurrent_fn`` (a batch of ``B * K``), until each row's root has
+    ``until`` simulations.
+
+    A step selects K leaves one after another (``select_leaves``), each with a
+    virtual visit (``add_virtual_visit``) on every edge of its path while it
+    is pending, so that the next selections lean elsewhere; expands the
+    leaves in one call; takes the virtual visits back; and backs the leaves up
+    one after another.
+    Two selections that end on the same unexpanded edge (a collision) make
+    one node: the later one is dropped (not evaluated into the tree, not backed
+    up), so a row's root visits stay its nodes less one, as in mctx's loop. A
+    step selects at most the leaves the row's budget has left. With K = 1
+    nothing is pending, and the tree is mctx's loop's, bit for bit (the same
+    keys, node numbers and arithmetic; tested).
+
+    For PUCT-like selections: Gumbel's root selection reads the visit counts
+    as its sequential-halving schedule, which virtual visits would disturb.
+    """
+    batch_size = tree.node_visits.shape[0]
+    max_depth = tree.children_visits.shape[1] - 1
+    num_leaves = int(leaves)
+    if num_leaves < 1:
+        raise ValueError(f"leaves must be a positive integer, got {leaves!r}")
+    lower = jnp.tril(jnp.ones((num_leaves, num_leaves), bool), -1)  # [j, i]: i < j
+
+    def step_fun(loop_state):
+        step, rng_key, tree, count = loop_state
+        rng_key, simulate_key, expand_key = jax.random.split(rng_key, 3)
+        wanted = jnp.clip(until + 1 - count, 0, num_leaves)  # [B]: leaves this step
+
+        def select_fun(j, carry):
+            tree, key, parents, actions, children, embeddings = carry
+            parent, action, child, embedding, tree = select_leaves(
+                jax.random.split(key, batch_size), tree, action_selection_fn, max_depth,
+                virtual=j < wanted)
+            put = lambda xs, x: xs.at[:, j].set(x)  # noqa: E731
+            return (tree, jax.random.fold_in(key, 1), put(parents, parent),
+                    put(actions, action), put(children, child),
+                    jax.tree.map(put, embeddings, embedding))
+
+        slots = jnp.zeros((batch_size, num_leaves), jnp.int32)
+        embeddings = jax.tree.map(
+            lambda x: jnp.zeros((batch_size, num_leaves) + x.shape[2:], x.dtype),
+            tree.embeddings)
+        tree, _, parents, actions, children, embeddings = jax.lax.fori_loop(
+            0, num_leaves, select_fun,
+            (tree, simulate_key, slots, slots, slots, embeddings))
+        selected = jnp.arange(num_leaves)[None, :] < wanted[:, None]  # [B, K]
+        # Collisions: a leaf whose edge an earlier leaf of the step holds.
+        same = ((parents[:, :, None] == parents[:, None, :])
+                & (actions[:, :, None] == actions[:, None, :]))  # [B, j, i]
+        duplicate = jnp.any(same & lower & selected[:, None, :], axis=-1)
+        active = selected & ~duplicate
+        fresh = active & (children == mctx.Tree.UNVISITED)
+        index = count[:, None] + jnp.cumsum(fresh, axis=1) - 1
+        node = jnp.where(fresh, jnp.minimum(index, max_depth), children)
+        tree = _expand_leaves(params, expand_key, tree, recurrent_fn, parents, actions, node,
+                              active, embeddings)
+        # After the expansion, which writes the parents this reads (the other
+        # order would make XLA copy them), and before the backups, which count
+        # the visits.
+        tree = take_back_virtual_visits(tree, parents, actions, selected)
+
+        def backup_fun(j, tree):
+            return batched_backward(tree, jnp.where(active[:, j], node[:, j],
+                                                    mctx.Tree.ROOT_INDEX))
+
+        tree = jax.lax.fori_loop(0, num_leaves, backup_fun, tree)
+        return step + 1, rng_key, tree, count + jnp.sum(fresh, axis=1, dtype=jnp.int32)
+
+    first = node_count(tree)
+    max_steps = jnp.maximum(until + 1 - jnp.min(first), 0)  # a step makes >= 1 node
+
+    def cond_fun(loop_state):
+        step, _, _, count = loop_state
+        return (step < max_steps) & jnp.any(count <= until)
+
+    _, _, tree, _ = jax.lax.while_loop(cond_fun, step_fun,
+                                       (jnp.int32(0), rng_key, tree, first))
     return tree
 
 

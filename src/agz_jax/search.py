@@ -283,16 +283,22 @@ class Searcher:
         return start_tree(root, capacity, invalid)
 
     def grow(self, variables, key: jax.Array, tree: mctx.Tree, *, until,
-             num_simulations: int | None = None) -> mctx.Tree:
+             num_simulations: int | None = None, leaves: int = 0) -> mctx.Tree:
         """Simulate until each root has ``until`` simulations (``continue_tree``).
         ``num_simulations``: the whole search's budget, which Gumbel's
-        sequential halving is scheduled for (default: the tree's capacity)."""
+        sequential halving is scheduled for (default: the tree's capacity).
+        ``leaves``: K >= 1 evaluates K leaves a step in one net call, with
+        virtual loss (``mctx_loop.parallel_steps``; PUCT only); 0, one at a time."""
+        if leaves and self.settings.algorithm == "gumbel":
+            raise ValueError("leaf parallelism (leaves > 0) is for PUCT: virtual visits "
+                             "would disturb Gumbel's sequential halving")
         capacity = tree.node_visits.shape[1] - 1
         root_selection, interior_selection = self.selection(num_simulations or capacity)
         return continue_tree(self.cast(variables), key, tree,
                              recurrent_fn=self.recurrent_fn(),
                              root_action_selection_fn=root_selection,
-                             interior_action_selection_fn=interior_selection, until=until)
+                             interior_action_selection_fn=interior_selection, until=until,
+                             leaves=leaves)
 
     def result(self, tree: mctx.Tree) -> mctx.PolicyOutput:
         """The search's output: ``action_weights`` float32[B, A] is the training

@@ -3,6 +3,11 @@ request body, parsed strictly as JSON (bounded nesting depth and integer
 length, no duplicate keys, no NaN), becomes an answer of the engine behind the
 page (``Game``): move, analyse, status, load a ``.psq`` record, write one.
 Every malformed request raises ``BadRequest`` naming the problem.
+
+An analysis deepens (``"keep": true``): each such request goes on growing the
+engine's tree of the position for ``DEEPEN_SECONDS`` (``Engine.analyse``'s
+``keep``) and answers with the tree so far, so that the page can show the
+candidates' visits growing until the tree is full or the position changes.
 """
 
 from __future__ import annotations
@@ -13,7 +18,6 @@ import os
 import re
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 MAX_DEPTH = 8          # the API's bodies nest 2 deep (an object holding lists)
@@ -26,6 +30,9 @@ NAME_CHARS = 40
 
 
 TOP_MOVES = 10         # candidates listed by /api/analyse
+
+
+DEEPEN_SECONDS = 0.4   # how long one request of a deepening analysis searches
 
 
 MAX_TIME_MS = 10**9    # a loaded record's per-move times are clamped to 0..this
@@ -159,22 +166,26 @@ def describe(analysis, board, to_play: int) -> dict:
         "value": round(float(analysis.value), 4) if known else None,
         "win_prob": round(float(analysis.win_prob), 4) if known else None,
         "simulations": int(analysis.simulations), "carried": int(analysis.carried),
-        "reason": analysis.reason,
+        "total": int(visits.sum()), "reason": analysis.reason,
         "elapsed_ms": round(analysis.elapsed * 1000.0, 1),
         "candidates": candidates, "visits": [int(v) for v in visits],
         "policy": _rounded(policy), "prior": _rounded(prior), "q": _rounded(q)}
 
 
 class Game:
-    """The engine behind the page, shared by the request threads (one search at a time)."""
+    """The engine behind the page, shared by the request threads (one search at a
+    time). ``max_seconds`` bounds a search; ``step_seconds`` is one request's
+    share of a deepening analysis."""
 
-    def __init__(self, engine, *, default_sims: int, max_seconds: float):
+    def __init__(self, engine, *, default_sims: int, max_seconds: float,
+                 step_seconds: float = DEEPEN_SECONDS):
         from agz_jax import engine as engine_mod
         from agz_jax import records
 
         self.engine = engine
         self.default_sims = min(default_sims, engine.max_simulations)
         self.max_seconds = max_seconds
+        self.step_seconds = min(step_seconds, max_seconds)
         self.size = engine.size
         self.num_actions = engine.num_actions
         self._lock = threading.Lock()
@@ -187,7 +198,7 @@ class Game:
         return {"model": model.name, "size": self.size, "rule": model.rules.rule,
                 "rules": ["freestyle", "standard"], "default_sims": self.default_sims,
                 "max_sims": self.engine.max_simulations, "top_moves": TOP_MOVES,
-                "search": self.engine.describe()}
+                "step_ms": round(self.step_seconds * 1000.0), "search": self.engine.describe()}
 
     def _replay(self, moves: list[int], rule):
         if rule not in ("freestyle", "standard"):
@@ -208,8 +219,8 @@ class Game:
         rule = _field(body, "rule", str, default=self.engine.model.rules.rule)
         return (moves, *self._replay(moves, rule))
 
-    def _sims(self, body: dict) -> int:
-        sims = _field(body, "sims", int, default=self.default_sims)
+    def _sims(self, body: dict, default: int | None = None) -> int:
+        sims = _field(body, "sims", int, default=default or self.default_sims)
         if not 1 <= sims <= self.engine.max_simulations:
             raise BadRequest(f"'sims' must be in 1..{self.engine.max_simulations}, got {sims}")
         return sims
@@ -222,10 +233,11 @@ class Game:
         return {"done": bool(state.done), "winner": winner, "line": line,
                 "to_play": int(state.to_play)}
 
-    def _search(self, rules, state, sims: int):
+    def _search(self, rules, state, sims: int, keep: bool = False):
         with self._lock:
-            return self.engine.analyse(rules, state, simulations=sims,
-                                       deadline=time.perf_counter() + self.max_seconds)
+            seconds = self.step_seconds if keep else self.max_seconds
+            return self.engine.analyse(rules, state, simulations=sims, keep=keep,
+                                       deadline=self.engine.clock() + seconds)
 
     def move(self, body: dict) -> dict:
         _only(body, ("moves", "sims", "rule"))
@@ -246,12 +258,15 @@ class Game:
         return reply
 
     def analyse(self, body: dict) -> dict:
-        _only(body, ("moves", "sims", "rule"))
-        sims = self._sims(body)
+        """The analysis of the position to play; with ``keep``, one more step of
+        its deepening, up to ``sims`` visits in all (default: the tree's capacity)."""
+        _only(body, ("moves", "sims", "rule", "keep"))
+        keep = _field(body, "keep", bool, default=False)
+        sims = self._sims(body, self.engine.max_simulations if keep else None)
         moves, rules, state = self._position(body)
         reply = {"moves": moves, "analysis": None}
         if not bool(state.done):
-            reply["analysis"] = describe(self._search(rules, state, sims), state.board,
+            reply["analysis"] = describe(self._search(rules, state, sims, keep), state.board,
                                            state.to_play)
         reply.update(self._status(rules, state))
         return reply

@@ -11,6 +11,11 @@ game as a list of actions (``row * size + col``), which the server replays and
 validates before it answers. This module is the HTTP layer; the API's
 answers are ``agz_jax.web.api``'s.
 
+The search is PUCT with the model's c_puct (``--algorithm gumbel`` for the
+model's Gumbel search): PUCT has no schedule, so an analysis can go on growing
+its tree for as long as its position stands, up to ``--max-sims`` (default
+``engine.PLAY_CAPACITY``, 8192 simulations).
+
 API (JSON in, JSON out; every malformed request gets ``400 {"error": "..."}``
 naming the problem):
 
@@ -22,7 +27,13 @@ naming the problem):
   game is over, the engine's analysis of the position to play, without playing:
   value and win probability for the side to move, per-point visits, visit
   distribution (heat map), prior and backed-up value ``q``, and the top
-  ``candidates`` (most visits first).
+  ``candidates`` (most visits first). With ``"keep": true`` the analysis
+  deepens: the engine goes on growing its tree of the position (if it still
+  holds it; else a fresh one) for a step of ``step_ms`` (``/api/info``) and
+  answers with the tree so far (``total`` visits, ``carried`` of them from
+  the requests before), up to ``sims`` in all (default: the tree's capacity,
+  ``max_sims``). The page repeats it, the candidate table growing, until the
+  tree is full or the position changes.
 * ``POST /api/status`` ``{"moves": [...], "rule": ...}`` -> the position's status
   (over or not, winner, winning line, side to move), no search.
 * ``POST /api/load`` ``{"psq": "<text of a .psq file>", "rule": ...}`` -> the
@@ -319,13 +330,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="default simulations per move (default: the model's own "
                              "search.num_simulations)")
     parser.add_argument("--max-sims", type=int, default=None,
-                        help="the most simulations the page may ask for (default: 1600, or "
-                             "--sims if larger)")
+                        help="the tree's capacity: the most simulations a move or an analysis "
+                             "may have (default: 8192, or --sims if larger)")
     parser.add_argument("--algorithm", choices=("puct", "gumbel"), default=None,
-                        help="search algorithm (default: the model's own search.algorithm)")
+                        help="search algorithm (default: puct, with the model's c_puct)")
     parser.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=None,
                         help="keep the subtree under the moves played for the next search "
                              "(PUCT only; default: the model's own search.reuse)")
+    parser.add_argument("--leaves", type=int, default=0,
+                        help="PUCT: leaves a step, evaluated in one batched net call with "
+                             "virtual loss; 0 (default): one at a time")
     parser.add_argument("--max-seconds", type=float, default=30.0,
                         help="a move's search stops after this long whatever --sims says")
     parser.add_argument("--timeout", type=float, default=10.0,
@@ -343,6 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.sims is not None and args.max_sims is not None and args.sims > args.max_sims:
         parser.error(f"--sims {args.sims} is more than --max-sims {args.max_sims}, which caps "
                      "every search: lower --sims or raise --max-sims")
+    if args.leaves < 0:
+        parser.error(f"--leaves must be 0 or more, got {args.leaves}")
     if not args.timeout > 0 or args.max_connections < 1:
         parser.error("--timeout and --max-connections must be positive")
     for name in args.allow_host:
@@ -357,7 +373,6 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
 
     from agz_jax import cache, engine, models
-    from agz_jax.config import ConfigError
 
     cache.enable_compilation_cache()
     try:
@@ -368,10 +383,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sims = model.config.search.num_simulations if args.sims is None else args.sims
     try:
-        eng = engine.Engine(model, max_simulations=(max(1600, sims) if args.max_sims is None
-                                                    else args.max_sims),
-                            algorithm=args.algorithm, reuse=args.reuse)
-    except ConfigError as e:
+        eng = engine.Engine(model, max_simulations=(max(engine.PLAY_CAPACITY, sims)
+                                                    if args.max_sims is None else args.max_sims),
+                            algorithm=args.algorithm or "puct", reuse=args.reuse,
+                            leaves=args.leaves)
+    except ValueError as e:  # a ConfigError too (--reuse or --leaves with gumbel)
         print(f"error: {e}", file=sys.stderr)
         return 2
     args.sims = sims

@@ -2,7 +2,9 @@
 // and a cursor (how many of them are on the board; the rest can be redone). The
 // server keeps nothing: every request carries the moves, which it replays and
 // validates, and answers with the position's status, the engine's move or its
-// analysis of the position to play.
+// analysis of the position to play. While the position stands, the analysis
+// deepens ("keep thinking"): request after request, the engine grows its tree
+// of the position and the candidates' visits grow, until the tree is full.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -15,6 +17,7 @@ const game = {
   analyses: new Map(),   // position key + sims -> the server's analysis
   engineLast: null,      // the analysis behind the engine's last move
   busy: null,            // null, "thinking" (engine move), "analysing", "checking"
+  deepening: false,      // the analysis of the position is growing (not busy: moves go on)
   hint: null,            // {key, move}
   focus: 0, gen: 0, controller: null, since: 0, note: "",
 };
@@ -61,6 +64,19 @@ function sims() {
     throw new Error(`simulations must be a whole number in 1..${game.info.max_sims}`);
   }
   return n;
+}
+
+// The analysis is shown for the position: analysis on, the game not over, and in
+// play mode only on the player's turn.
+function analysisWanted() {
+  return $("analysis").checked && !over() && !(mode() === "play" && toPlay() !== game.human);
+}
+
+// The shown analysis can grow: a search's tree, not yet full.
+function deepenWanted() {
+  const an = analysis();
+  return $("deepen").checked && analysisWanted() && an !== null && !an.complete &&
+    (an.reason === "search" || an.reason === "block") && an.total < game.info.max_sims;
 }
 
 // Play mode: the engine moves when it is its turn at the end of the line.
@@ -218,7 +234,7 @@ function renderStatus(st, an) {
   if (game.note && !game.busy) text += ` ${game.note}`;
   $("status").textContent = text;
   $("status").dataset.state = state;
-  $("thinking").hidden = !game.busy;
+  $("thinking").hidden = !game.busy && !game.deepening;
   $("board").setAttribute("aria-busy", String(Boolean(game.busy)));
 
   // The bar: black's chance to win; empty and grey while nothing is known.
@@ -236,13 +252,17 @@ function renderAnalysis(an) {
   const body = $("candidates").querySelector("tbody");
   body.replaceChildren();
   $("candidates").hidden = !an;
+  $("details").dataset.deepening = String(game.deepening);
+  $("details").dataset.total = an ? an.total : "";
   if (!an) {
     $("details").textContent = over() || !$("analysis").checked ? "" : "No analysis yet.";
   } else {
-    $("details").textContent = `${colourName(an.to_play)} to move: ${an.simulations} ` +
-      `simulations in ${an.elapsed_ms.toFixed(0)} ms` +
+    const ms = `${an.elapsed_ms.toFixed(0)} ms`;
+    $("details").textContent = `${colourName(an.to_play)} to move: ${an.total} ` +
+      (an.carried > 0 ? `simulations (the last ${an.simulations} in ${ms})` : `simulations in ${ms}`) +
       (an.reason === "search" ? "" : ` (${an.reason})`) +
-      (an.value === null ? "" : `, value ${signed(an.value)}`);
+      (an.value === null ? "" : `, value ${signed(an.value)}`) +
+      (game.deepening ? ", thinking..." : "");
     an.candidates.forEach((c, i) => {
       const row = document.createElement("tr");
       row.dataset.move = c.move;
@@ -299,6 +319,7 @@ async function update() {
   if (game.controller) game.controller.abort();
   const controller = new AbortController();
   game.controller = controller;
+  game.deepening = false;
   const current = () => gen === game.gen;
   render();
   try {
@@ -321,9 +342,7 @@ async function update() {
         remember(reply);
         continue;
       }
-      const wanted = $("analysis").checked && !over() &&
-        !(mode() === "play" && toPlay() !== game.human);
-      if (wanted && analysis() === null) {
+      if (analysisWanted() && analysis() === null) {
         game.busy = "analysing";
         render();
         const k = analysisKey();
@@ -345,12 +364,33 @@ async function update() {
       }
       break;
     }
+    // While the position stands, its analysis deepens: each request grows the
+    // engine's tree of it a little more (the first analysis's tree, if the
+    // engine still holds it) and the table shows the tree so far.
+    while (deepenWanted()) {
+      game.busy = null;
+      game.deepening = true;
+      render();
+      const k = analysisKey();
+      const reply = await (await api("/api/analyse", { moves: position(), rule: rule(), keep: true },
+                                     controller.signal)).json();
+      if (!current()) return;
+      remember(reply);
+      const an = reply.analysis;
+      if (an === null) break;
+      an.complete = an.simulations === 0;  // nothing grew: the tree is full
+      // A tree the engine had to start afresh (it searched another position in
+      // between) is shown once it has outgrown the one shown.
+      const shown = game.analyses.get(k);
+      if (shown === undefined || an.total >= shown.total) game.analyses.set(k, an);
+    }
   } catch (e) {
     if (!current() || e.name === "AbortError") return;
     showError(e.message);
   } finally {
     if (current()) {
       game.busy = null;
+      game.deepening = false;
       game.controller = null;
       render();
     }
@@ -517,6 +557,7 @@ function pageKey(event) {
     Home: () => jump(mode() === "play" && game.human === 1 ? 1 : 0),
     End: () => jump(game.line.length), h: hint,
     a: () => { $("analysis").checked = !$("analysis").checked; update(); },
+    t: () => { $("deepen").checked = !$("deepen").checked; update(); },
     n: () => { $("numbers").checked = !$("numbers").checked; render(); },
   };
   const action = actions[event.key];
@@ -550,7 +591,7 @@ async function start() {
   $("psqfile").addEventListener("change", loadPsq);
   $("colour").addEventListener("change", newGame);
   $("mode").addEventListener("change", () => { syncControls(); update(); });
-  for (const id of ["rule", "sims", "analysis"]) $(id).addEventListener("change", update);
+  for (const id of ["rule", "sims", "analysis", "deepen"]) $(id).addEventListener("change", update);
   $("numbers").addEventListener("change", render);
   document.addEventListener("keydown", pageKey);
   syncControls();
