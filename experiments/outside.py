@@ -50,6 +50,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import sys
 import time
 from datetime import UTC, datetime
@@ -167,10 +168,12 @@ def model_name(spec: arena_cli.Spec) -> str:
     return spec.text
 
 
-def candidate(spec: arena_cli.Spec, turn_ms: int, name: str | None = None) -> Candidate:
+def candidate(spec: arena_cli.Spec, turn_ms: int, name: str | None = None,
+              engine_args: str = "") -> Candidate:
     """How a loaded spec plays as a Piskvork engine; ``name``: the ladder's name
-    of the spec (default ``model_name``), before the clock is added."""
-    argv = [*pbrain_command(), "--model", str(spec.run_dir)]
+    of the spec (default ``model_name``), before the clock is added;
+    ``engine_args``: more ``pbrain-agz`` flags (named in the candidate's name)."""
+    argv = [*pbrain_command(), "--model", str(spec.run_dir), *shlex.split(engine_args)]
     if spec.kind == "mcts":  # at most SIMS simulations a move, with or without a clock
         argv += ["--sims", str(spec.sims), "--max-sims", str(spec.sims)]
         if spec.algorithm:
@@ -178,6 +181,8 @@ def candidate(spec: arena_cli.Spec, turn_ms: int, name: str | None = None) -> Ca
     base = name or model_name(spec)
     if spec.kind == "pbrain":
         base = f"pbrain:{base}"
+    if engine_args.strip():
+        base = f"{base}[{' '.join(shlex.split(engine_args))}]"
     game = spec.config.game
     return Candidate(base + when(turn_ms), argv, game.size, game.rule)
 
@@ -496,6 +501,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--candidate", action="append", default=[], metavar="MODEL|SPEC",
                         help="a player to measure: a model, or mcts:MODEL:SIMS (repeatable)")
     add_args(parser, "--nodes")
+    parser.add_argument("--engine-args", default="", metavar="'FLAGS'",
+                        help="more pbrain-agz flags for every candidate, e.g. '--fpu 0.2' "
+                             "(the candidate's name carries them)")
     parser.add_argument("--games", type=int, default=20,
                         help="games per opponent (even, >= 2); default 20")
     parser.add_argument("--seed", type=int, default=None,
@@ -549,7 +557,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                opening_plies=0))
             ladder.check_board(lines, args.ledger, size, rule)
             openings = arena_cli.opening_set(args, size)
-            candidates = list({c.name: c for c in (candidate(s, args.turn_ms)
+            candidates = list({c.name: c for c in (candidate(s, args.turn_ms,
+                                                             engine_args=args.engine_args)
                                                    for s in specs)}.values())
             t0 = time.monotonic()
             played = play(candidates, outside, nodes, seed=args.seed, games=args.games,

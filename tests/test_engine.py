@@ -320,3 +320,24 @@ def test_keep_deepens_the_tree_of_an_unchanged_position(eng):
     reordered = engine.make_state(rules, board, 0, last_action=at(4, 5))
     assert eng.analyse(rules, reordered, simulations=8, keep=True).carried == 0
     eng.forget()
+
+
+def test_first_play_urgency_values_unvisited_children_below_their_node(tmp_path):
+    """qtransform 'parent': visited children keep their Q; unvisited ones get the
+    node's own value less the reduction; the engine searches with it and says so."""
+    from agz_jax import search
+
+    model = models.load(random_model(tmp_path / "m", SIZE, seed=3, double=False))
+    e = engine.Engine(model, max_simulations=CAPACITY, chunk=CHUNK, algorithm="puct", fpu=0.3)
+    assert e.search_cfg.qtransform == "parent" and "parent's value - 0.3" in e.describe()
+    rules = e.rules()
+    a = e.analyse(rules, position(rules, [(4, 4), (5, 4)], [(4, 5)]), simulations=40)
+    assert a.simulations == 40 and a.visits.sum() == 40 and a.reason == "search"
+    last = e._last.tree
+    root = mctx.Tree.ROOT_INDEX
+    tree = jax.tree.map(lambda x: x[0], last)
+    q = search.parent_qvalues(tree, root, reduction=0.3)
+    visited = np.asarray(tree.children_visits[root]) > 0
+    np.testing.assert_allclose(np.asarray(q)[visited], np.asarray(tree.qvalues(root))[visited])
+    np.testing.assert_allclose(np.asarray(q)[~visited], float(tree.node_values[root]) - 0.3,
+                               rtol=1e-6)

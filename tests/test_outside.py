@@ -329,3 +329,11 @@ def test_fake_engine_speaks_the_protocol():
                           capture_output=True, text=True, timeout=10)
     replies = [x for x in proc.stdout.splitlines() if not x.startswith("MESSAGE")]
     assert replies[0] == "OK" and replies[1] == "7,7" and "fake_piskvork" in replies[3]
+
+
+def test_engine_args_reach_pbrain_and_name_the_candidate(tiny):
+    spec = outside.candidate_spec(str(tiny))
+    c = outside.candidate(spec, 1000, engine_args="--fpu 0.2  --c-puct 3")
+    assert c.argv[-4:] == ["--fpu", "0.2", "--c-puct", "3"]
+    assert c.name == f"pbrain:{tiny}[--fpu 0.2 --c-puct 3]@1000ms"
+    assert outside.candidate(spec, 1000).name == f"pbrain:{tiny}@1000ms"

@@ -127,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
                              "model's own search.reuse otherwise")
     parser.add_argument("--c-puct", type=float, default=None,
                         help="PUCT's exploration constant; default: the model's search.c_puct")
+    parser.add_argument("--fpu", type=float, default=None, metavar="REDUCTION",
+                        help="PUCT's first-play urgency: an unvisited move is valued at its "
+                             "position's value less REDUCTION (search.qtransform parent); "
+                             "default: the model's search.qtransform (raw: unvisited 0)")
     parser.add_argument("--leaves", type=int, default=0,
                         help="PUCT: leaves a step, evaluated in one batched net call with "
                              "virtual loss (leaf parallelism); 0 (default): one at a time")
@@ -144,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
                      "capacity: lower --sims or raise --max-sims")
     if args.c_puct is not None and not args.c_puct > 0:
         parser.error(f"--c-puct must be positive, got {args.c_puct}")
+    if args.fpu is not None and not 0 <= args.fpu <= 2:
+        parser.error(f"--fpu must be in 0..2, got {args.fpu}")
 
     # The protocol owns the real stdout; anything else printed (by us or a
     # library) goes to stderr so that it cannot be taken for a reply.
@@ -209,12 +215,14 @@ def play_settings(model, args) -> dict:
     algorithm = args.algorithm or "puct"
     reuse = args.reuse if args.reuse is not None else algorithm == "puct"
     timed = dict(max_simulations=capacity, algorithm=algorithm, reuse=reuse,
-                 c_puct=args.c_puct, leaves=args.leaves if algorithm == "puct" else 0)
+                 c_puct=args.c_puct, leaves=args.leaves if algorithm == "puct" else 0,
+                 fpu=args.fpu if algorithm == "puct" else None)
     untimed_algorithm = args.algorithm or own.algorithm
     untimed_reuse = (args.reuse if args.reuse is not None else own.reuse) \
         if untimed_algorithm == "puct" else False
     untimed = dict(max_simulations=sims, algorithm=untimed_algorithm, reuse=untimed_reuse,
-                   c_puct=args.c_puct, leaves=args.leaves if untimed_algorithm == "puct" else 0)
+                   c_puct=args.c_puct, leaves=args.leaves if untimed_algorithm == "puct" else 0,
+                   fpu=args.fpu if untimed_algorithm == "puct" else None)
     # PUCT has no schedule: a bigger tree runs the same search of ``sims``.
     same = (untimed_algorithm, untimed_reuse) == (algorithm, reuse) and algorithm == "puct"
     return {"model": model, "simulations": sims, "timed": timed,

@@ -85,8 +85,8 @@ class Config:
 
     # Options that only one search algorithm reads: set for the other, they
     # would be ignored, so they are refused (left at their defaults, they are).
-    PUCT_ONLY = ("search.c_puct", "search.qtransform", "search.dirichlet_fraction",
-                 "search.dirichlet_alpha")
+    PUCT_ONLY = ("search.c_puct", "search.qtransform", "search.fpu_reduction",
+                 "search.dirichlet_fraction", "search.dirichlet_alpha")
     GUMBEL_ONLY = ("search.max_considered_actions",)
 
     def check_algorithm_options(self) -> None:

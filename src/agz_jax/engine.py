@@ -209,6 +209,9 @@ class Engine:
         constant.
       algorithm, reuse, c_puct: override the model's ``search.algorithm``,
         ``search.reuse`` and ``search.c_puct`` (None keeps the model's).
+      fpu: PUCT: value an unvisited child at its node's value less ``fpu``
+        (``search.qtransform='parent'``, ``search.fpu_reduction``); None keeps
+        the model's ``search.qtransform``.
         Everything else about the search (forced moves, gamma, ...) is the
         model's own.
       clock: seconds, the clock that ``analyse``'s deadlines are on (default
@@ -222,10 +225,12 @@ class Engine:
                  chunk: int = DEFAULT_CHUNK, seed: int = 0, rank: int | None = None,
                  algorithm: str | None = None, reuse: bool | None = None,
                  c_puct: float | None = None, clock: Callable[[], float] = time.perf_counter,
-                 leaves: int = 0):
+                 leaves: int = 0, fpu: float | None = None):
         settings = model.config.search
         overrides = {k: v for k, v in (("algorithm", algorithm), ("reuse", reuse),
                                        ("c_puct", c_puct)) if v is not None}
+        if fpu is not None:  # first-play urgency: PUCT's unvisited children (qtransform parent)
+            overrides.update(qtransform="parent", fpu_reduction=fpu)
         if overrides.get("algorithm") == "gumbel" and "reuse" not in overrides:
             overrides["reuse"] = False
         self.search_cfg = dataclasses.replace(settings, **overrides)  # ConfigError if bad
@@ -263,7 +268,9 @@ class Engine:
     def describe(self) -> str:
         """The search in a few words (for ``ABOUT`` and the web page)."""
         s = self.search_cfg
-        what = (f"puct search (c_puct {s.c_puct:g})" if s.algorithm == "puct"
+        what = (f"puct search (c_puct {s.c_puct:g}"
+                + (f", first-play urgency: parent's value - {s.fpu_reduction:g})"
+                   if s.qtransform == "parent" else ")") if s.algorithm == "puct"
                 else f"gumbel search ({s.max_considered_actions} considered moves)")
         return (f"{what}, up to {self.max_simulations} simulations a move"
                 f"{f', {self.leaves} leaves a step' if self.leaves else ''}"

@@ -141,6 +141,18 @@ def raw_qvalues(tree: mctx.Tree, node_index) -> jax.Array:
     return jnp.where(tree.children_visits[node_index] > 0, q, 0.0)
 
 
+def parent_qvalues(tree: mctx.Tree, node_index, *, reduction: float) -> jax.Array:
+    """Raw Q in [-1, 1]; an unvisited child gets its node's value less ``reduction``.
+
+    The node's value and its children's Q are both for the node's side to move,
+    so a node that is losing (value < 0) no longer finds every unvisited child
+    (raw Q 0) better than the visited ones, and its visits follow the prior.
+    """
+    q = tree.qvalues(node_index)
+    fpu = tree.node_values[node_index] - reduction
+    return jnp.where(tree.children_visits[node_index] > 0, q, fpu)
+
+
 def puct_action_selection(key, tree: mctx.Tree, node_index, depth, *, c_puct: float,
                           qtransform) -> jax.Array:
     """argmax_a Q(s,a) + c_puct P(s,a) sqrt(N(s)) / (1 + N(s,a)) over legal a of prior > 0.
@@ -242,8 +254,9 @@ class Searcher:
         s = self.settings
         if s.algorithm == "gumbel":
             return gumbel_selection(num_simulations, s.max_considered_actions)
-        qtransform = (raw_qvalues if s.qtransform == "raw"
-                      else mctx.qtransform_by_parent_and_siblings)
+        qtransform = {"raw": raw_qvalues, "minmax": mctx.qtransform_by_parent_and_siblings,
+                      "parent": functools.partial(parent_qvalues,
+                                                  reduction=s.fpu_reduction)}[s.qtransform]
         select = functools.partial(puct_action_selection, c_puct=s.c_puct, qtransform=qtransform)
         return functools.partial(select, depth=0), select
 

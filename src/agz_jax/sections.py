@@ -95,7 +95,7 @@ class NetConfig(Section):
 ALGORITHMS = ("puct", "gumbel")
 
 
-QTRANSFORMS = ("raw", "minmax")
+QTRANSFORMS = ("raw", "minmax", "parent")
 
 
 SEARCH_DTYPES = ("float32", "bfloat16")
@@ -113,7 +113,13 @@ class SearchConfig(Section):
     c_puct: float = setting(5.0, number(0, lo_open=True))
     """c_puct of PUCT's U = c_puct P sqrt(sum N) / (1 + N) (the paper: 5)."""
     qtransform: str = setting("raw", one_of(QTRANSFORMS))
-    """'raw': Q in [-1, 1], unvisited 0 (the paper's); 'minmax': mctx's normalisation."""
+    """PUCT's Q of a child: 'raw': in [-1, 1], unvisited 0 (the paper's);
+    'minmax': mctx's normalisation by the parent and siblings; 'parent': raw,
+    with an unvisited child valued at its node's own value less
+    ``fpu_reduction`` (first-play urgency), so that a side that is behind does
+    not spend its search visiting every legal move once."""
+    fpu_reduction: float = setting(0.2, number(0, 2))
+    """With qtransform 'parent': how much worse than its node an unvisited child is assumed."""
     dirichlet_fraction: float = setting(0.25, number(0, 1))
     """Root noise in self-play only; 0 disables it."""
     dirichlet_alpha: float = setting(0.3, number(0, lo_open=True))
