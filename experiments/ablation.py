@@ -1,4 +1,4 @@
-"""The ablation sweep of AlphaGomoku's claims (issue 26): Winning Value Decay,
+"""The ablation sweep of AlphaGomoku's claims: Winning Value Decay,
 Double Networks, and the curriculum against self-play from scratch.
 
     python -m experiments.ablation run --config experiments/ablation.toml --out runs/ablation9

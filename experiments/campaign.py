@@ -66,7 +66,7 @@ def run_summary(run_dir: Path, device: str, iterations: list[dict]) -> dict:
         "positions": int(sum(m.get("selfplay/moves", 0) for m in iterations)),
         "accepted": int(sum(m.get("gating/accepted", 0) for m in iterations)),
         "hours": seconds / 3600,
-        # Left out of "hours" (agz_jax.clock); lines logged before session 37 have none.
+        # Left out of "hours" (agz_jax.clock); lines logged before late 2026-11-27 have none.
         "stopped_hours": sum(m.get(run.STOPPED_S, 0.0) for m in iterations) / 3600,
         "black_wins_last": iterations[-1].get("selfplay/black_wins") if iterations else None,
         "exported": time.strftime("%Y-%m-%d %H:%M"),

@@ -8,8 +8,8 @@
 #
 # WINDOW (default 540) is the whole call's wall time in seconds, bench and export
 # included: keep it under the device tool's 600 s a command. With BENCH=1 it
-# first measures the bench rows of issue 22 (lockstep against continuous
-# self-play, and the search: at most 300 s; 274 s on an H100 in session 36,
+# first measures the GPU bench rows (lockstep against continuous
+# self-play, and the search: at most 300 s; 274 s on an H100 on 2026-11-27,
 # which leaves a 540 s window about 125 s of training), with BF16=1 bf16
 # against float32 (at most 150 s; 113 s on the H100), and with ROUTING=1 the
 # routing section (at most 120 s; 69 s on an H200). Two of them in one 540 s

@@ -1,4 +1,4 @@
-"""The ablation sweep (issue 26): the committed sweep file, the validation of a
+"""The ablation sweep: the committed sweep file, the validation of a
 sweep file, the statistics and plan of matches by hand, and the whole
 pipeline end to end on a tiny sweep (2 arms x 2 seeds, 7x7): train, snapshot,
 rate, report, resume without redoing anything, report from the copied data."""

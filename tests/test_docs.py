@@ -562,8 +562,8 @@ def test_checkers_catch_drift():
 
 
 def test_markdown_pieces():
-    assert slug("The second GPU window (session 36, 2026-11-27, one NVIDIA H100)") == (
-        "the-second-gpu-window-session-36-2026-11-27-one-nvidia-h100")
+    assert slug("The second GPU window (run 36, 2026-11-27, one NVIDIA H100)") == (
+        "the-second-gpu-window-run-36-2026-11-27-one-nvidia-h100")
     assert slug("`models/curriculum` against the mentors (the paper's Fig. 4)") == (
         "modelscurriculum-against-the-mentors-the-papers-fig-4")
     assert anchors("# A\n## A\n```\n# not a heading\n```\n") == {"a", "a-1"}

@@ -1,5 +1,5 @@
 """Every mistake a user can make on the training command lines ends in one line
-that names the problem and the way out (issue 25), and ``--help`` documents
+that names the problem and the way out, and ``--help`` documents
 every flag of the command, and only those. In-process calls of ``main``/``parse``:
 nothing here compiles more than a smoke run's initial state."""
 

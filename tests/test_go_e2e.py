@@ -1,4 +1,4 @@
-"""Issue 24 end to end on 9x9 with a tiny budget: GnuGo records
+"""Go move prediction end to end on 9x9 with a tiny budget: GnuGo records
 (``experiments.go_records``), the data set (``go.dataset``: a malformed record
 stops it before anything is written, a record that breaks the rules is skipped
 and counted, duplicates too), training and held-out accuracy

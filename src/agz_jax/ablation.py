@@ -1,4 +1,4 @@
-"""The ablation of AlphaGomoku's three claims (issue 26): the sweep as data.
+"""The ablation of AlphaGomoku's three claims: the sweep as data.
 
 The paper claims, without an ablation, that Winning Value Decay helps, that
 Double Networks help, and that its curriculum is a faster path to strength

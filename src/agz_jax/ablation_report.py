@@ -1,4 +1,4 @@
-"""The ablation sweep's analysis and report (issue 26): one maximum-likelihood
+"""The ablation sweep's analysis and report: one maximum-likelihood
 Elo over the whole ledger, per arm and per seed; each claim as a Welch 95%
 interval; time to strength; and the files of the report (``summary.csv``,
 ``seeds.csv``, ``claims.csv``, ``summary.md``, ``curves.png``, ``final.png``).

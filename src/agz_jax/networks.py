@@ -47,7 +47,7 @@ per-position parameter gather were 2-3x slower than two plain passes.
 ``agz_jax.features``): a net is searched and played with the features it was
 trained on.
 
-Mixed precision (issue 22): ``Networks.evaluate(..., dtype=jnp.bfloat16)`` runs
+Mixed precision: ``Networks.evaluate(..., dtype=jnp.bfloat16)`` runs
 the convolutions and dense layers in bfloat16 (``cast_params``: the ``params``
 and the observations cast, BatchNorm's running statistics kept in float32, as
 flax's own ``force_float32_reductions`` does), and returns float32 logits and

@@ -284,8 +284,8 @@ STOPPED_S = "time/stopped_s"  # in none of the times above (0.0 when it ran thro
 
 
 def wall_seconds(line: dict) -> float:
-    """A metrics line's wall time, stops left out (lines logged before 2026-11-27's
-    session 37 include them): ``time/iteration_s`` plus
+    """A metrics line's wall time, stops left out (lines logged before the stopped
+    time was logged, late on 2026-11-27, include them): ``time/iteration_s`` plus
     ``time/previous_checkpoint_s`` where the main job logged them, else (older
     logs, iteration 0's evaluation, other loops) the sum of the phases'
     ``time/*_s`` (``time/stopped_s`` left out)."""
