@@ -43,6 +43,7 @@ def flags(*argv: str) -> argparse.Namespace:
     p.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--c-puct", type=float, default=None)
     p.add_argument("--leaves", type=int, default=0)
+    p.add_argument("--fpu", type=float, default=None)
     return p.parse_args(argv)
 
 
@@ -82,19 +83,20 @@ def test_play_settings(model):
     own = model.config.search
     plan = play_settings(model, flags())
     assert plan["timed"] == dict(max_simulations=engine.PLAY_CAPACITY, algorithm="puct",
-                                 reuse=True, c_puct=None, leaves=0)
+                                 reuse=True, c_puct=None, leaves=0, fpu=None)
     assert plan["untimed"] == dict(max_simulations=MODEL_SIMS, algorithm="gumbel",
-                                   reuse=False, c_puct=None, leaves=0)
+                                   reuse=False, c_puct=None, leaves=0, fpu=None)
     assert plan["simulations"] == own.num_simulations == MODEL_SIMS
     # One PUCT search for every move: one engine, the untimed count run in the big tree.
     plan = play_settings(model, flags("--algorithm", "puct", "--reuse", "--sims", "100"))
     assert plan["untimed"] is None and plan["simulations"] == 100
     assert plan["timed"]["reuse"] and plan["timed"]["max_simulations"] == engine.PLAY_CAPACITY
     plan = play_settings(model, flags("--sims", "20000", "--no-reuse", "--c-puct", "2.5",
-                                      "--leaves", "8"))
+                                      "--leaves", "8", "--fpu", "0.2"))
     assert plan["timed"] == dict(max_simulations=20000, algorithm="puct", reuse=False,
-                                 c_puct=2.5, leaves=8)
+                                 c_puct=2.5, leaves=8, fpu=0.2)
     assert plan["untimed"]["algorithm"] == "gumbel" and not plan["untimed"]["reuse"]
+    assert plan["untimed"]["fpu"] is None  # first-play urgency is PUCT's
     assert plan["untimed"]["leaves"] == 0  # Gumbel: one leaf at a time
     assert play_settings(model, flags("--max-sims", "300"))["timed"]["max_simulations"] == 300
     # PUCT without a time limit keeps the model's reuse (here none): two engines.
@@ -155,3 +157,11 @@ def test_brain_thinks_for_its_budget_and_counts_without_one(engines):
     debug, move = untimed_brain.handle("BEGIN")
     assert debug.startswith(f"DEBUG search: {MODEL_SIMS} simulations in "), debug
     assert "no time limit" in debug and "gumbel search" in debug, debug
+
+
+def test_fpu_out_of_range_is_a_usage_error(capsys):
+    from agz_jax import brain
+
+    with pytest.raises(SystemExit) as e:
+        brain.main(["--fpu", "5"])
+    assert e.value.code == 2 and "--fpu must be in 0..2, got 5.0" in capsys.readouterr().err
