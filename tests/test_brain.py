@@ -231,10 +231,12 @@ def test_bad_positions_and_commands_out_of_order(brain, model_dir, xla_cache, tm
         assert reply.startswith("ERROR BOARD rejected") and reason in reply, (stones, reply)
         brain.no_reply_pending()
     # A rejected BOARD leaves the position as it was (empty): BEGIN works.
-    parse_move(brain.ask("BEGIN"))
-    # The opponent's occupied point and our own.
-    a = parse_move(brain.ask("TURN 0,0"))
-    assert "occupied" in brain.ask("TURN 0,0")
+    first = parse_move(brain.ask("BEGIN"))
+    # The opponent's occupied point and our own (the searches run on the clock, so
+    # their moves vary: the opponent plays a corner that BEGIN did not take).
+    corner = "0,0" if first != 0 else f"{SIZE - 1},{SIZE - 1}"
+    a = parse_move(brain.ask(f"TURN {corner}"))
+    assert "occupied" in brain.ask(f"TURN {corner}")
     assert "occupied" in brain.ask(f"TURN {a % SIZE},{a // SIZE}")
 
     # Before START there is no game; a missing model is reported, not fatal.

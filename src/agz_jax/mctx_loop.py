@@ -129,24 +129,32 @@ def _expand(params, rng_key, tree: mctx.Tree, recurrent_fn, parent_index, action
     step, embedding = recurrent_fn(params, rng_key, action, embedding)
     chex.assert_shape(step.prior_logits, [batch_size, tree.num_actions])
     chex.assert_shape([step.reward, step.discount, step.value], [batch_size])
+    return _write_expansion(tree, rows, parent_index, action, next_node_index, step, embedding)
+
+
+def _write_expansion(tree: mctx.Tree, rows, parent, action, node, step, embedding) -> mctx.Tree:
+    """Write expanded nodes into the tree: ``node`` (a child of ``parent`` by
+    ``action``) gets the step's prior, value and embedding, the edge its reward
+    and discount. ``rows``: each write's batch row (out of range: dropped); all
+    index arrays share one shape, [B] or [B, K]."""
 
     def set_node(x, vals):
-        return x.at[rows, next_node_index].set(vals, mode="drop")
+        return x.at[rows, node].set(vals, mode="drop")
 
     def set_edge(x, vals):
-        return x.at[rows, parent_index, action].set(vals, mode="drop")
+        return x.at[rows, parent, action].set(vals, mode="drop")
 
     return tree.replace(
         children_prior_logits=set_node(tree.children_prior_logits, step.prior_logits),
         raw_values=set_node(tree.raw_values, step.value),
         node_values=set_node(tree.node_values, step.value),
         # A node expanded again (only at max_depth) counts one visit more.
-        node_visits=tree.node_visits.at[rows, next_node_index].add(1, mode="drop"),
+        node_visits=tree.node_visits.at[rows, node].add(1, mode="drop"),
         embeddings=jax.tree.map(set_node, tree.embeddings, embedding),
-        children_index=set_edge(tree.children_index, next_node_index),
+        children_index=set_edge(tree.children_index, node),
         children_rewards=set_edge(tree.children_rewards, step.reward),
         children_discounts=set_edge(tree.children_discounts, step.discount),
-        parents=set_node(tree.parents, parent_index),
+        parents=set_node(tree.parents, parent),
         action_from_parent=set_node(tree.action_from_parent, action))
 
 
@@ -410,24 +418,7 @@ def _expand_leaves(params, rng_key, tree: mctx.Tree, recurrent_fn, parent, actio
 
     step, embedding = recurrent_fn(params, rng_key, flat(action), jax.tree.map(flat, embedding))
     step, embedding = jax.tree.map(unflat, step), jax.tree.map(unflat, embedding)
-
-    def set_node(x, vals):
-        return x.at[rows, node].set(vals, mode="drop")
-
-    def set_edge(x, vals):
-        return x.at[rows, parent, action].set(vals, mode="drop")
-
-    return tree.replace(
-        children_prior_logits=set_node(tree.children_prior_logits, step.prior_logits),
-        raw_values=set_node(tree.raw_values, step.value),
-        node_values=set_node(tree.node_values, step.value),
-        node_visits=tree.node_visits.at[rows, node].add(1, mode="drop"),
-        embeddings=jax.tree.map(set_node, tree.embeddings, embedding),
-        children_index=set_edge(tree.children_index, node),
-        children_rewards=set_edge(tree.children_rewards, step.reward),
-        children_discounts=set_edge(tree.children_discounts, step.discount),
-        parents=set_node(tree.parents, parent),
-        action_from_parent=set_node(tree.action_from_parent, action))
+    return _write_expansion(tree, rows, parent, action, node, step, embedding)
 
 
 def parallel_steps(params, rng_key: jax.Array, tree: mctx.Tree, *, recurrent_fn,
