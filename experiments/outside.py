@@ -247,7 +247,7 @@ def play(candidates: list[Candidate], outside: list[str], nodes: list[int], *, s
          ledger: Path, lines: list[dict], quiet_s: float = 0.05, grace_s: float = 3.0) -> int:
     """Play every game still missing, appending each to ``ledger`` and ``lines``;
     the number of games played."""
-    from agz_jax import piskvork
+    from agz_jax import piskvork, piskvork_games
 
     matches = plan(candidates, nodes, seed, games, lines)
     if not matches:
@@ -258,7 +258,7 @@ def play(candidates: list[Candidate], outside: list[str], nodes: list[int], *, s
         raise ConfigError(f"--ledger {ledger}: cannot make its directory ({e}); "
                           "name a ledger file in a directory") from None
     size, rule = candidates[0].size, candidates[0].rule
-    referee = piskvork.Referee(size, rule)
+    referee = piskvork_games.Referee(size, rule)
     total = sum(len(m.todo) for m in matches)
     print(f"{total} games against {LABEL} to play in {len(matches)} matches on {size}x{size} "
           f"{rule} (ledger {ledger})", flush=True)
@@ -289,15 +289,15 @@ def play_match(m: Match, ours, theirs, referee, games: int, turn_ms: int,
                outside_turn_ms: int, openings, openings_name: str, seed: int, ledger: Path,
                lines: list[dict], played: int, total: int) -> int:
     """The games ``m.todo`` of one match; the number played."""
-    from agz_jax import piskvork
+    from agz_jax import piskvork_games
 
     plan_games = schedule(m.seed, len(openings), games)
     fails = {ours.name: 0, theirs.name: 0}
     for k in m.todo:
         index, a_black = plan_games[k]
         black, white = (ours, theirs) if a_black else (theirs, ours)
-        game = piskvork.play_game(black, white, [int(a) for a in openings[index]], referee)
-        ours_colour = piskvork.BLACK if a_black else piskvork.WHITE
+        game = piskvork_games.play_game(black, white, [int(a) for a in openings[index]], referee)
+        ours_colour = piskvork_games.BLACK if a_black else piskvork_games.WHITE
         failed = None
         if game.failed is not None:
             loser = (black, white)[game.failed]

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from agz_jax import piskvork
-from agz_jax.piskvork import Piskvork, Settings, play_game
+from agz_jax import piskvork, piskvork_games
+from agz_jax.piskvork import Piskvork, Settings
+from agz_jax.piskvork_games import play_game
 from experiments import ladder, outside
 
 FAKE = str(Path(__file__).resolve().parent / "fake_piskvork.py")
@@ -29,7 +30,7 @@ def fake(mode: str = "normal", *extra: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def referee():
-    return piskvork.Referee(15, "freestyle")
+    return piskvork_games.Referee(15, "freestyle")
 
 
 @pytest.fixture(autouse=True)

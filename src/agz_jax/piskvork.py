@@ -1,10 +1,10 @@
-"""A Piskvork (Gomocup) manager: other engines as subprocesses, and games
-between two of them.
+"""A Piskvork (Gomocup) manager: another engine as a subprocess, spoken to as
+the Gomocup manager does (games between two of them: ``agz_jax.piskvork_games``).
 
     with Piskvork(["/opt/rapfi-src/build/pbrain-rapfi"], "rapfi:1000",
-                  Settings(timeout_turn_ms=30000, max_node=1000)) as rapfi, \\
-         Piskvork(["pbrain-agz", "--model", "default"], "agz") as agz:
-        game = play_game(agz, rapfi, opening=[112, 113, 127])
+                  Settings(timeout_turn_ms=30000, max_node=1000)) as rapfi:
+        rapfi.new_game()
+        reply = rapfi.begin()  # its first move on the empty board
 
 ``Piskvork`` runs one engine ("brain") over the Piskvork protocol on its
 stdin/stdout, as the Gomocup manager does: ``START size`` and the ``INFO``
@@ -32,11 +32,6 @@ Two real engines' habits shape it:
   ``UNKNOWN``), ``IllegalMove`` (unparsable, off the board, or occupied: the
   manager keeps the position it sent). The process is killed on ``close``
   (and on leaving the ``with`` block); the next game starts a fresh one.
-
-``play_game`` plays one game between two managers from an opening (actions
-already on the board, black first), referees it with the project's rules
-(``agz_jax.gomoku.Rules.is_win``: five or more in a row for freestyle, a full
-board a draw) and counts an engine's failure as its loss, the reason kept.
 """
 
 from __future__ import annotations
@@ -53,7 +48,6 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
 
 UNLIMITED_MS = 2147483647  # INFO time_left for a match without a time limit
 NOT_REPLIES = ("MESSAGE", "DEBUG", "INFO", "SUGGEST")  # lines that are not a reply
@@ -429,97 +423,3 @@ def _word(line: str) -> str:
 def _short(line: str, limit: int = 120) -> str:
     text = " ".join(line.split())
     return repr(text if len(text) <= limit else text[:limit] + "...")
-
-
-# -- games ---------------------------------------------------------------------------------
-
-BLACK, WHITE, DRAW = 0, 1, -1
-
-
-class Game(NamedTuple):
-    """One finished game. ``winner``: ``BLACK`` (0), ``WHITE`` (1) or ``DRAW``
-    (-1); ``moves``: every action from the empty board, the opening's first;
-    ``reason``: ``five``, ``full board``, or the failure of the engine that lost
-    (``failed``: its colour; None when nobody failed)."""
-
-    winner: int
-    moves: list[int]
-    reason: str
-    failed: int | None
-    failure: str | None  # the EngineError's kind ("timeout", "illegal", ...)
-    seconds: float
-
-
-class Referee:
-    """Five-in-a-row by the project's rules: ``Rules.is_win`` (jitted once) on
-    the stone just played."""
-
-    def __init__(self, size: int = 15, rule: str = "freestyle"):
-        import jax
-
-        from agz_jax.gomoku import Rules
-
-        self.rules = Rules(size, rule)
-        self._is_win = jax.jit(self.rules.is_win)
-
-    def is_win(self, board, action: int) -> bool:
-        """Does the stone on ``action`` of ``board`` (int8[A], +1 black, -1
-        white) make a winning line?"""
-        return bool(self._is_win(board, action))
-
-
-def play_game(black: Piskvork, white: Piskvork, opening: Sequence[int] = (),
-              referee: Referee | None = None) -> Game:
-    """One game from ``opening`` (actions, black first) between two managers.
-
-    Each engine gets ``new_game``, then at its first move the position so far
-    (``BOARD``, or ``BEGIN`` on the empty board) and after that ``TURN`` with
-    the opponent's move. The game ends on a five (``Referee``), a full board
-    (a draw) or an engine's failure: an ``EngineError`` of either engine,
-    starting the game included, is that engine's loss, with its message as the
-    reason. The failed engine is not closed here: its caller decides.
-    """
-    import numpy as np
-
-    size = black.settings.size
-    if white.settings.size != size:
-        raise ValueError(f"the engines play different boards: {size} and "
-                         f"{white.settings.size}")
-    referee = referee or Referee(size, "standard" if black.settings.rule & 1 else "freestyle")
-    t0 = time.monotonic()
-    board = np.zeros(size * size, np.int8)
-    moves = [int(a) for a in opening]
-    for i, action in enumerate(moves):
-        if board[action]:
-            raise ValueError(f"the opening plays the point {action} twice")
-        board[action] = 1 if i % 2 == BLACK else -1
-    engines = (black, white)
-    seen = [False, False]  # has the engine been sent the position yet?
-
-    def over(winner, reason, failed=None, failure=None) -> Game:
-        return Game(winner, moves, reason, failed, failure, time.monotonic() - t0)
-
-    for colour, engine in enumerate(engines):
-        try:
-            engine.new_game()
-        except EngineError as e:
-            return over(1 - colour, str(e), colour, e.kind)
-    while True:
-        if not (board == 0).any():
-            return over(DRAW, "full board")
-        colour = len(moves) % 2
-        engine = engines[colour]
-        try:
-            if seen[colour]:
-                action = engine.turn(moves[-1])
-            elif moves:
-                action = engine.board(moves, colour)
-            else:
-                action = engine.begin()
-            seen[colour] = True
-        except EngineError as e:
-            return over(1 - colour, str(e), colour, e.kind)
-        moves.append(action)
-        board[action] = 1 if colour == BLACK else -1
-        if referee.is_win(board, action):
-            return over(colour, "five")
