@@ -214,15 +214,17 @@ def play_settings(model, args) -> dict:
     capacity = args.max_sims if args.max_sims is not None else max(PLAY_CAPACITY, sims)
     algorithm = args.algorithm or "puct"
     reuse = args.reuse if args.reuse is not None else algorithm == "puct"
-    timed = dict(max_simulations=capacity, algorithm=algorithm, reuse=reuse,
-                 c_puct=args.c_puct, leaves=args.leaves if algorithm == "puct" else 0,
-                 fpu=args.fpu if algorithm == "puct" else None)
+    def engine_args(max_simulations: int, algorithm: str, reuse: bool) -> dict:
+        puct = algorithm == "puct"  # leaves and first-play urgency are PUCT's
+        return dict(max_simulations=max_simulations, algorithm=algorithm, reuse=reuse,
+                    c_puct=args.c_puct, leaves=args.leaves if puct else 0,
+                    fpu=args.fpu if puct else None)
+
+    timed = engine_args(capacity, algorithm, reuse)
     untimed_algorithm = args.algorithm or own.algorithm
     untimed_reuse = (args.reuse if args.reuse is not None else own.reuse) \
         if untimed_algorithm == "puct" else False
-    untimed = dict(max_simulations=sims, algorithm=untimed_algorithm, reuse=untimed_reuse,
-                   c_puct=args.c_puct, leaves=args.leaves if untimed_algorithm == "puct" else 0,
-                   fpu=args.fpu if untimed_algorithm == "puct" else None)
+    untimed = engine_args(sims, untimed_algorithm, untimed_reuse)
     # PUCT has no schedule: a bigger tree runs the same search of ``sims``.
     same = (untimed_algorithm, untimed_reuse) == (algorithm, reuse) and algorithm == "puct"
     return {"model": model, "simulations": sims, "timed": timed,
