@@ -15,7 +15,7 @@
 # routing section (at most 120 s; 69 s on an H200). Two of them in one 540 s
 # window leave too little to train, and the script says so: run the others in
 # a second call on the warm machine. All are off by default: the rows were
-# measured in sessions 34 (H200) and 36 (H100; docs/campaign.md), so a window
+# measured in the first (H200) and second (H100) GPU windows (docs/campaign.md), so a window
 # trains. It trains the `gpu` preset from models/campaign for what is left of
 # WINDOW less RESERVE (default 100 s: a stopped run's last write, then the
 # export), exports the run's best nets into models/campaign there, and leaves in
