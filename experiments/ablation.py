@@ -15,9 +15,9 @@ by seed (all arms of seed 0 first, so partial results cover every arm):
 
 * a curriculum arm first runs ``experiments.curriculum`` (its stages, no
   self-play) in ``RUN/curriculum``, its process CPU time measured;
-* the main job (``experiments.selfplay``, lockstep self-play) runs in
-  ``RUN/selfplay`` from scratch, or ``--init-from`` the curriculum, in
-  segments of ``snapshot_every`` iterations (``--resume --iterations N``);
+* the main job (``agz_jax.training.train``, lockstep self-play) runs in
+  ``RUN/selfplay`` from scratch, or from the curriculum's nets, in
+  segments of ``snapshot_every`` iterations (resumed, extended to N);
   every iteration also logs its process CPU seconds (``time/cpu_seconds``);
 * after each segment the best net is saved as a model directory
   ``RUN/snapshots/it<N>`` and listed in ``OUT/index.json`` with its self-play
@@ -75,7 +75,7 @@ from experiments.ablation_store import (
     save_state,
     write_json,
 )
-from experiments.ablation_train import curriculum_flags, main_job_flags, train_run
+from experiments.ablation_train import curriculum_flags, train_run
 
 DATA_FILES = ("ablation.json", "index.json", "games.jsonl")
 
@@ -121,21 +121,17 @@ def lock(out: Path):
 
 
 def check(plan, out: Path) -> None:
-    """Before anything runs: the players parse, the main job and the curriculum
-    build exactly each run's config from their flags, and OUT holds no other sweep."""
+    """Before anything runs: the players parse, the curriculum builds exactly each
+    curriculum arm's config from its flags (the main job is given its config:
+    ``agz_jax.training.train``), and OUT holds no other sweep."""
     from experiments import arena as arena_cli
-    from experiments import curriculum, selfplay
+    from experiments import curriculum
 
     ev = plan.evaluation
     for p in (ev.target, *ev.anchors, *ev.pool):
         arena_cli.parse_spec(p, "evaluation")
     for arm in plan.arms:
         for seed in plan.seeds:
-            want = plan.config(arm, seed)
-            got = selfplay.parse(main_job_flags(plan, arm, seed, Path("x"), want.iterations))[1]
-            if got != want:
-                raise ConfigError(f"arm {arm.name}: the main job's flags give another "
-                                  f"{want.first_difference(got)}")
             if arm.curriculum:
                 want = plan.curriculum_config(arm, seed)
                 got = curriculum.parse(curriculum_flags(plan, arm, seed, Path("x")))[1]

@@ -1,21 +1,21 @@
 """The ablation sweep's training: each run as the main job itself
-(``experiments.selfplay`` in segments of ``--resume --iterations N``), a
+(``agz_jax.training.train``, resumed in segments of N iterations), a
 curriculum arm first through ``experiments.curriculum``; snapshots of the
 best net at equal game equivalents, each followed by its matches; the CPU
-time of every iteration counted."""
+time of every iteration counted (``CpuTime``, a hook of the main job)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import re
 import shlex
 import shutil
 import sys
 import time
 from pathlib import Path
 
-from agz_jax import clock
+from agz_jax import clock, training
+from agz_jax.config import ConfigError
 from agz_jax.presets import get_preset
 from experiments.ablation_matches import play_missing
 from experiments.ablation_store import index_run, run_dir, write_json
@@ -23,28 +23,18 @@ from experiments.ablation_store import index_run, run_dir, write_json
 CPU_KEY = "time/cpu_seconds"  # not *_s: the ladder's hours sum time/*_s (wall) only
 
 
-@contextlib.contextmanager
-def cpu_counted():
-    """While active, every main-job iteration (``agz_jax.run.run_iteration``,
-    which ``experiments.selfplay`` calls through the module) logs its process
-    CPU seconds (user + system, all threads) as ``time/cpu_seconds``. Logged per
-    iteration, they follow the checkpoints: a killed run's lost iterations
-    leave the log with them (``run.MetricsLog``), so nothing is counted twice."""
-    from agz_jax import run
+class CpuTime(training.Hook):
+    """A hook of the main job: every iteration (``agz_jax.run.run_iteration``) logs
+    its process CPU seconds (user + system, all threads) as ``time/cpu_seconds``.
+    Logged per iteration, they follow the checkpoints: a killed run's lost
+    iterations leave the log with them (``run.MetricsLog``), so nothing is
+    counted twice."""
 
-    original = run.run_iteration
+    def before_iteration(self, iteration: int) -> None:
+        self.c0 = time.process_time()
 
-    def counted(comps, state):
-        c0 = time.process_time()
-        state, metrics = original(comps, state)
-        metrics[CPU_KEY] = time.process_time() - c0
-        return state, metrics
-
-    run.run_iteration = counted
-    try:
-        yield
-    finally:
-        run.run_iteration = original
+    def after_iteration(self, iteration: int, metrics: dict) -> dict:
+        return {CPU_KEY: time.process_time() - self.c0}
 
 
 def call(main, argv: list[str], verbose: bool) -> str:
@@ -62,12 +52,19 @@ def call(main, argv: list[str], verbose: bool) -> str:
     return text
 
 
-def main_job_flags(plan, arm, seed: int, sdir: Path, iterations: int) -> list[str]:
-    from agz_jax import sweep
+def main_job(sdir: Path, verbose: bool, config=None, **kwargs) -> training.Summary:
+    """``agz_jax.training.train(config, sdir, quiet=True, **kwargs)`` in this
+    process, its output shown if ``verbose``; RuntimeError with the output's
+    tail if the run cannot start."""
+    from experiments.sweep import Tee
 
-    config = plan.config(arm, seed).replace(iterations=iterations)
-    return ["--preset", plan.preset, "--out", str(sdir), "--quiet",
-            *sweep.to_flags(sweep.config_overrides(get_preset(plan.preset), config))]
+    tee = Tee(sys.stdout, quiet=not verbose)
+    try:
+        with contextlib.redirect_stdout(tee):
+            return training.train(config, sdir, quiet=True, **kwargs)
+    except ConfigError as e:
+        raise RuntimeError(f"the main job in {sdir} failed: {e}\n"
+                           f"{''.join(tee.parts)[-3000:]}") from e
 
 
 def curriculum_flags(plan, arm, seed: int, cdir: Path) -> list[str]:
@@ -115,21 +112,22 @@ def run_curriculum(plan, arm, seed: int, cdir: Path, verbose: bool, say) -> dict
     return {**cost, "complete": True}
 
 
-def train_to(sdir: Path, target: int, first: list[str], verbose: bool) -> str | None:
-    """The main job in ``sdir`` up to iteration ``target`` (started with ``first``'s
-    flags, resumed after); the params hash it printed (None: nothing to do)."""
+def train_to(sdir: Path, target: int, config, init: training.Init | None, preset: str,
+             verbose: bool) -> str | None:
+    """The main job in ``sdir`` up to iteration ``target`` (started with ``config``
+    and ``init``'s nets, resumed with its own config after); the params hash of
+    its nets (None: nothing to do)."""
     from agz_jax import checkpoint
-    from experiments import selfplay
 
     step = checkpoint.latest_step(sdir)
     if step is not None and step >= target:
         return None
-    argv = (first + ["--iterations", str(target)] if step is None else
-            ["--out", str(sdir), "--resume", "--quiet", "--iterations", str(target)])
-    with cpu_counted():
-        text = call(selfplay.main, argv, verbose)
-    found = re.search(r"params sha256 ([0-9a-f]{64})", text)
-    return found.group(1) if found else None
+    if step is None:
+        summary = main_job(sdir, verbose, config, iterations=target, init=init,
+                           preset=preset, hooks=[CpuTime()])
+    else:
+        summary = main_job(sdir, verbose, resume=True, iterations=target, hooks=[CpuTime()])
+    return summary.params_hash
 
 
 def progress_at(sdir: Path, iteration: int) -> tuple[int, float, float]:
@@ -145,8 +143,7 @@ def progress_at(sdir: Path, iteration: int) -> tuple[int, float, float]:
     missing = [r["iteration"] for r in rows if CPU_KEY not in r]
     if missing:
         raise RuntimeError(f"{sdir}: iterations {missing[:5]} logged no {CPU_KEY} (run outside "
-                           "the ablation runner, or the main job no longer calls "
-                           "agz_jax.run.run_iteration through the module)")
+                           "the ablation runner, which logs it with its hook CpuTime)")
     games = int(sum(r["selfplay/games"] for r in rows))
     cpu = sum(r[CPU_KEY] for r in rows)
     wall = sum(run.wall_seconds(r) for r in rows)
@@ -184,7 +181,6 @@ def train_run(plan, arm, seed: int, out: Path, index: dict, state: dict, verbose
               say) -> None:
     """One arm x seed: curriculum, segments, snapshots; the matches after each snapshot."""
     from agz_jax import ablation, sweep
-    from experiments import selfplay
 
     entry = index_run(index, arm.name, seed)
     if entry["done"]:
@@ -195,19 +191,19 @@ def train_run(plan, arm, seed: int, out: Path, index: dict, state: dict, verbose
     say(f"[{arm.name} seed {seed}] {plan.iterations(arm)} iterations, snapshots at "
         f"{plan.snapshots(arm)}")
     cpu0 = wall0 = 0.0
-    first = main_job_flags(plan, arm, seed, sdir, plan.iterations(arm))
+    config = plan.config(arm, seed)  # its iterations set per segment (train_to)
+    init = None
     if arm.curriculum:
         entry["curriculum"] = run_curriculum(plan, arm, seed, rdir / "curriculum", verbose, say)
         cpu0, wall0 = entry["curriculum"]["cpu_s"], entry["curriculum"]["wall_s"]
-        first += ["--init-from", str(rdir / "curriculum")]
-    first = strip_flag(first, "--iterations")  # set per segment (train_to)
+        init = curriculum_nets(config, rdir / "curriculum")
     last = plan.snapshots(arm)[-1]
     params_hash = None
     for it in plan.snapshots(arm):
         if any(s["iteration"] == it for s in entry["snapshots"]):
             continue
         if it:
-            params_hash = train_to(sdir, it, first, verbose)
+            params_hash = train_to(sdir, it, config, init, plan.preset, verbose)
             games, cpu, wall = progress_at(sdir, it)
         else:
             games, cpu, wall = 0, 0.0, 0.0
@@ -225,9 +221,7 @@ def train_run(plan, arm, seed: int, out: Path, index: dict, state: dict, verbose
         say(f"  snapshot it{it}: {games} self-play games, {(cpu0 + cpu) / 3600:.3f} CPU-h")
         play_missing(plan, out, index, state, verbose, say)
     if params_hash is None:  # the last segment ran in an earlier session: ask the run
-        text = call(selfplay.main, ["--out", str(sdir), "--resume", "--quiet"], verbose=False)
-        params_hash = re.search(r"params sha256 ([0-9a-f]{64})", text).group(1)
-    config = plan.config(arm, seed)
+        params_hash = main_job(sdir, False, resume=True).params_hash
     setting = (("arm", arm.name), *arm.overrides.items())
     sweep.write_record(sweep.Run(setting, seed, config), sdir, params_hash, entry["wall_s"],
                        {"arm": arm.name, "cpu_s": entry["snapshots"][-1]["cpu_s"],
@@ -239,18 +233,14 @@ def train_run(plan, arm, seed: int, out: Path, index: dict, state: dict, verbose
         f"{entry['wall_s'] / 3600:.2f} h wall with its matches")
 
 
-def strip_flag(flags: list[str], name: str) -> list[str]:
-    """``flags`` without ``name`` and its value."""
-    out, skip = [], False
-    for f in flags:
-        if skip:
-            skip = False
-            continue
-        if f == name:
-            skip = True
-            continue
-        out.append(f)
-    return out
+def curriculum_nets(config, cdir: Path) -> training.Init:
+    """The curriculum's nets, which the arm's main job starts from (ConfigError if
+    they do not fit its config, as ``--init-from`` says)."""
+    from agz_jax import models
+
+    model = models.load(cdir)
+    config.check_nets_fit(model.config, f"--init-from {cdir}", model=str(cdir))
+    return training.Init(str(cdir), model.variables)
 
 
 if __name__ == "__main__":

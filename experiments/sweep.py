@@ -7,7 +7,7 @@
 
 A ``--set`` with several values is an axis of the grid; with one value it is a
 fixed override of every run (``--set eval.every=3``). Each run is the main job
-itself (``experiments.selfplay``, in this process, one after the other) in
+itself (``agz_jax.training.train``, in this process, one after the other) in
 ``OUT/runs/<setting>/seed_<n>``, so it gives bit for bit what running it alone
 gives; runs of one setting share compiled executables through the persistent
 compilation cache (compiled once, not once per seed). Every finished run leaves
@@ -35,7 +35,6 @@ import argparse
 import contextlib
 import io
 import json
-import re
 import shlex
 import sys
 from pathlib import Path
@@ -109,24 +108,18 @@ def check_out(out: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     from agz_jax import sweep
-    from experiments import selfplay
 
     try:
         args, base, runs = parse(argv)
         plans = []
         for r in runs:
-            flags = ["--preset", args.preset, "--out", str(r.dir(args.out)), "--quiet",
-                     *sweep.to_flags(sweep.config_overrides(get_preset(args.preset), r.config))]
-            # The main job must build exactly this run's config from these flags.
-            if selfplay.parse(flags)[1] != r.config:
-                raise ConfigError(f"flags {shlex.join(flags)} do not give the config of {r.label}")
             done = sweep.read_record(r.dir(args.out))
             # compare configs, not their JSON (which turns tuples into lists)
             if done is not None and type(r.config).from_dict(done["config"]) != r.config:
                 field = r.config.first_difference(type(r.config).from_dict(done["config"]))
                 raise ConfigError(f"{r.dir(args.out)} was run with another {field}; "
                                   "choose another --out")
-            plans.append((r, flags, done))
+            plans.append((r, done))
         if args.vmap_seeds:
             check_vmappable(plans, args.out, args.vmap_max_gb)
     except ConfigError as e:
@@ -144,8 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def sweep_runs(args, base, runs, plans, command: str) -> int:
     """The runs of the sweep (KeyboardInterrupt on Ctrl-C), then its report."""
-    from agz_jax import sweep
-    from experiments import selfplay
+    from agz_jax import sweep, training
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "sweep.json").write_text(json.dumps({
@@ -165,7 +157,7 @@ def sweep_runs(args, base, runs, plans, command: str) -> int:
             return 2
         return report(runs, records, args)
     records = {}
-    for i, (r, flags, done) in enumerate(plans, 1):
+    for i, (r, done) in enumerate(plans, 1):
         run_dir = r.dir(args.out)
         name = f"[{i}/{len(plans)}] {r.label} seed {r.seed}"
         if done is not None:
@@ -173,22 +165,22 @@ def sweep_runs(args, base, runs, plans, command: str) -> int:
             records[run_dir] = done
             continue
         resume = (run_dir / "checkpoints").is_dir()
-        run_flags = ["--out", str(run_dir), "--resume", "--quiet"] if resume else flags
         t0 = clock.running()
         tee = Tee(sys.stdout, quiet=not args.verbose)
-        err = Tee(sys.stderr, quiet=not args.verbose)  # the run's own advice: not this sweep's
-        with contextlib.redirect_stdout(tee), contextlib.redirect_stderr(err):
-            rc = selfplay.main(run_flags)
-        out = "".join(tee.parts)
-        found = re.search(r"params sha256 ([0-9a-f]{64})", out)
-        if rc in (cli.INTERRUPTED, cli.TERMINATED):  # handled by the run: checkpoints kept
-            raise Stopped(rc)
-        if rc != 0 or not found:
-            print(f"{name}: failed (exit {rc})\n{(out + ''.join(err.parts))[-3000:]}",
-                  file=sys.stderr)
+        err = Tee(sys.stderr, quiet=not args.verbose)
+        try:
+            with contextlib.redirect_stdout(tee), contextlib.redirect_stderr(err):
+                # A killed run resumes with its own config.json, as --resume does.
+                result = training.train(None if resume else r.config, run_dir, resume=resume,
+                                        quiet=True, preset=args.preset)
+        except training.Interrupted as e:  # handled by the run: checkpoints kept
+            raise Stopped(e.status) from None
+        except ConfigError as e:
+            out = "".join(tee.parts) + "".join(err.parts)
+            print(f"{name}: failed: {e}\n{out[-3000:]}", file=sys.stderr)
             return 1
         wall = clock.running() - t0
-        rec = sweep.write_record(r, run_dir, found.group(1), wall)
+        rec = sweep.write_record(r, run_dir, result.params_hash, wall)
         records[run_dir] = rec
         print(f"{name}: {'resumed, ' if resume else ''}{wall:.0f} s"
               f"{shown(rec['final'], args.strength)}", flush=True)
@@ -230,7 +222,7 @@ def check_vmappable(plans, out: Path, max_gb: float) -> None:
     from agz_jax import checkpoint, run, seeds
 
     for group in groups(plans):
-        todo = [r for r, _, done in group if done is None]
+        todo = [r for r, done in group if done is None]
         if todo:
             seeds.check(run.build(todo[0].config), [r.seed for r in todo],
                         int(max_gb * 1024**3))
@@ -262,19 +254,18 @@ def resume_step(run_dirs: list[Path]) -> int | None:
 
 def run_vmapped(plans, args) -> dict[Path, dict]:
     """Every setting's unfinished seeds as one vmapped group; the records of all runs."""
-    from agz_jax import checkpoint, run, seeds, sweep
+    from agz_jax import checkpoint, run, seeds, sweep, training
     from agz_jax.cache import enable_compilation_cache
-    from experiments import selfplay
 
     enable_compilation_cache()
     records = {}
     settings = groups(plans)
     for number, group in enumerate(settings, 1):
-        for r, _, done in group:
+        for r, done in group:
             if done is not None:
                 print(f"{r.label} seed {r.seed}: done before, skipped", flush=True)
                 records[r.dir(args.out)] = done
-        todo = [r for r, _, done in group if done is None]
+        todo = [r for r, done in group if done is None]
         if not todo:
             continue
         dirs = [r.dir(args.out) for r in todo]
@@ -293,12 +284,13 @@ def run_vmapped(plans, args) -> dict[Path, dict]:
             if checkpoint.latest_step(d) is None:
                 checkpoint.write_config(d, r.config)
                 checkpoint.save(d, 0, seeds.unstack(state, i),
-                                {"iteration": 0, "config": r.config.to_dict()})
+                                training.checkpoint_meta(r.config, 0))
         logs = [run.MetricsLog(d, keep_through=start or 0) for d in dirs]
-        if not start and config.eval.every and not all(log.read() for log in logs):
+        due = [training.needs_initial_evaluation(config, start or 0, log) for log in logs]
+        if any(due):
             initial = seeds.initial_evaluation(group_seeds, state)
-            for log, m in zip(logs, initial, strict=True):
-                if not log.read():
+            for log, m, now in zip(logs, initial, due, strict=True):
+                if now:
                     log.write(0, m)
         while (it := int(state.iteration[0])) < config.iterations:
             state, metrics = seeds.run_iteration(group_seeds, state)
@@ -307,10 +299,10 @@ def run_vmapped(plans, args) -> dict[Path, dict]:
                 log.write(it, metrics[i])
                 if (checkpoint.latest_step(d) or 0) < it:  # one apart after a kill: kept
                     checkpoint.save(d, it, seeds.unstack(state, i),
-                                    {"iteration": it, "config": r.config.to_dict()})
+                                    training.checkpoint_meta(r.config, it))
             if args.verbose:
                 print(f"{name}: " + "; ".join(
-                    f"seed {r.seed} {selfplay.fmt_line(it, config.iterations, m)}"
+                    f"seed {r.seed} {training.fmt_line(it, config.iterations, m)}"
                     for r, m in zip(todo, metrics, strict=True)), flush=True)
         wall = clock.running() - t0
         for i, (r, d, log) in enumerate(zip(todo, dirs, logs, strict=True)):

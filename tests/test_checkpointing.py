@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import checkpoint, cli, run
+from agz_jax import checkpoint, cli, run, training
 from experiments import selfplay as selfplay_cli
 from tests.test_main import ROOT, SMALL, main_job, read_metrics
 
@@ -33,7 +33,7 @@ def test_wall_seconds_and_selfplay_share_count_the_checkpoints():
     assert [run.wall_seconds(m) for m in lines] == [5.0, 10.0, 10.0]
     assert run.selfplay_share(lines) == pytest.approx(13.0 / 20.0)
     assert run.selfplay_share(lines[:1]) is None  # no iteration timed as a whole
-    text = selfplay_cli.summary(lines, 30.0, ROOT / "r", last_checkpoint_s=4.0)
+    text = training.summary(lines, 30.0, ROOT / "r", last_checkpoint_s=4.0)
     assert "self-play took 65% of the wall time of 2 iterations (20 s, checkpoints " \
            "included); checkpoints 3.0 s each on average (2 saves)" in text
 

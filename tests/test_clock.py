@@ -7,7 +7,6 @@ process stopped with SIGSTOP for a few seconds.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -22,8 +21,8 @@ import pytest
 from rich.console import Console
 
 from agz_jax import arena, checkpoint, clock, run
+from agz_jax import training as job
 from agz_jax.presets import get_preset
-from experiments import selfplay as job
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,10 +122,9 @@ def test_the_main_jobs_lines_leave_out_a_stop_and_log_it_apart(tmp_path, monkeyp
 
     monkeypatch.setattr(run, "run_iteration", iteration)
     config = get_preset("smoke").replace(**{"iterations": 3, "eval.every": 0})
-    args = argparse.Namespace(out=tmp_path, quiet=True, save_games=0)
     start = c.wall
-    assert job.loop(args, config, None, FakeState(0), FakeSaver(), False,
-                    Console(file=open(os.devnull, "w"))) == 0
+    assert job.loop(config, tmp_path, None, FakeState(0), FakeSaver(), False,
+                    Console(file=open(os.devnull, "w")), quiet=True).iterations == 3
     lines = [json.loads(ln) for ln in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [m["iteration"] for m in lines] == [1, 2, 3]
     assert [m[run.ITERATION_S] for m in lines] == [3.0, 3.0, 3.0]

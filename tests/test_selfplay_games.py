@@ -6,8 +6,8 @@ from collections.abc import Callable
 import numpy as np
 
 from agz_jax import records
+from agz_jax import training as job
 from agz_jax.selfplay import Trajectory
-from experiments import selfplay as job
 
 
 @dataclasses.dataclass(frozen=True)

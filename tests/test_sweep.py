@@ -204,14 +204,14 @@ def test_sweep_vmap_max_gb_must_be_positive(tmp_path, capsys):
 
 
 def test_sweep_interrupt_names_the_sweep_command(tmp_path, capsys, monkeypatch):
-    from experiments import selfplay
+    from agz_jax import training
 
-    def stopped(flags):
+    def stopped(config, run_dir, **kwargs):
         print("interrupted: continue with python -m experiments.selfplay --resume",
               file=sys.stderr)
-        return 130
+        raise training.Interrupted(130, None)
 
-    monkeypatch.setattr(selfplay, "main", stopped)
+    monkeypatch.setattr(training, "train", stopped)
     out = tmp_path / "s"
     rc, cap = sweep_main(["--out", str(out), "--seeds", "0", *TINY], capsys)
     assert rc == 130

@@ -265,7 +265,7 @@ def params_hash(state: RunState) -> str:
     return h.hexdigest()
 
 
-# The main job's loop (experiments/selfplay.py) adds three timings to iteration i's
+# The main job's loop (agz_jax.training.loop) adds three timings to iteration i's
 # metrics line. Every time here is running time (``agz_jax.clock``): wall time less
 # any time the process was stopped (kill -STOP, Ctrl-Z), which STOPPED_S logs
 # apart. ITERATION_S: the running time from the start of iteration i to its line
