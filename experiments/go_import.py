@@ -67,7 +67,7 @@ def run(args) -> int:
         tygem.import_games(args.source, args.out, seed=args.seed, valid=args.valid,
                            test=args.test, min_moves=args.min_moves,
                            limit_zips=args.limit_zips, say=lambda s: print(s, flush=True))
-    except (tygem.SourceError, games.GamesError) as e:
+    except (tygem.SourceError, games.GamesError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -130,6 +130,25 @@ def test_load_games(imported, fixtures):
         games.load_games(out, "training")
 
 
+def test_zip_broken_part_way(tmp_path):
+    """A zip whose member fails its CRC after some games were read: none of its
+    games is kept, nor remembered as seen (a later copy of one is kept)."""
+    game = legal_game(1, 60)
+    folder = tmp_path / "zips"
+    folder.mkdir()
+    with zipfile.ZipFile(folder / "2005-11.zip", "w", zipfile.ZIP_STORED) as z:
+        z.writestr("2005-11", line("1", game) + b"tail line\r\n")
+    data = (folder / "2005-11.zip").read_bytes()
+    (folder / "2005-11.zip").write_bytes(data.replace(b"tail line", b"tail linE"))
+    zip_of(folder / "2005-12.zip", "2005-12", line("2", game))
+    zip_of(folder / "Kifu2005.zip", "Kifu2005.index",
+           index_line("1", "B+Resign") + index_line("2", "B+Resign"))
+    meta = tygem.import_games([folder], tmp_path / "out", say=lambda s: None)
+    assert meta["dropped"]["corrupt_zip"] == 1 and meta["kept"] == 1
+    assert "BadZipFile" in next(iter(meta["details"]))
+    assert games.load_games(tmp_path / "out").game_id.tolist() == ["2"]
+
+
 def test_split_depends_on_moves_and_seed_only():
     g = [np.asarray(legal_game(k, 55), "<i2").tobytes() for k in range(40)]
     first = [games.split_of(m, 3, (0.5, 0.25, 0.25)) for m in g]

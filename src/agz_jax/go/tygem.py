@@ -374,6 +374,8 @@ def sgf_game(path: Path, min_moves: int) -> Kept:
             raise Dropped("not_19x19", "SZ outside 2..19") from None
         raise Dropped("malformed", text.split(": ", 2)[1] if text.count(": ") >= 2
                       else "unreadable") from None
+    except Exception as e:  # noqa: BLE001  (sgfmill on input it was not written for)
+        raise Dropped("malformed", f"the SGF parser failed ({type(e).__name__})") from None
     if record.size != SIZE:
         raise Dropped("not_19x19", f"{record.size}x{record.size}")
     if record.handicap or record.black_setup or record.white_setup:
