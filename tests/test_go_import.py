@@ -121,6 +121,9 @@ def test_load_games(imported, fixtures):
     assert every.winner[by_id["1"]] == 0 and every.winner[by_id["2"]] == 1
     assert every.result[by_id["9"]] == "W+Offline" and every.komi[by_id["1"]] == 6.5
     assert every.black_rank[by_id["1"]] == 8 and every.date[by_id["1"]] == "2005.11.02 10:48"
+    record = every.record(by_id["1"])
+    assert record.winner() == 0 and record.rank(0) == 8 and record.komi == 6.5
+    assert [a for _, a in record.moves] == legal_game(0, 60)
     good = by_id["good"]
     assert every.komi[good] == 7.5 and every.black_rank[good] == 2
     assert every.white_rank[good] == -1
@@ -209,6 +212,8 @@ def test_first_illegal_agrees_with_rules():
 
 
 def test_tokens_and_lines():
+    with pytest.raises(ValueError, match="0..361"):
+        tygem.first_illegal([3, -1])
     gid, moves = tygem.parse_line(b"42\t;B[aa];W[sa];B[as];W[tt];B[]\r\n")
     assert gid == "42"
     assert np.frombuffer(moves, "<i2").tolist() == [0, 18, 342, 361, 361]

@@ -80,6 +80,17 @@ class Games(NamedTuple):
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
+    def record(self, g: int):
+        """Game ``g`` as a ``go.sgf.Record`` (for ``sgf.states``, ``sgf.write``)."""
+        from agz_jax.go import sgf  # imports jax: only when asked
+
+        moves = tuple((i % 2, int(a)) for i, a in enumerate(self.game(g)))
+        ranks = [f"{r + 1}d" if r >= 0 else "" for r in (self.black_rank[g],
+                                                          self.white_rank[g])]
+        return sgf.Record(size=SIZE, komi=float(self.komi[g]), moves=moves,
+                          result=str(self.result[g]), black_rank=ranks[0],
+                          white_rank=ranks[1], source=str(self.game_id[g]))
+
 
 def game_key(moves: bytes) -> int:
     """A 64-bit hash of a game's moves (int16 little-endian bytes): duplicates

@@ -110,6 +110,8 @@ def first_illegal(actions: Sequence[int], size: int = SIZE,
     w, to_pad, empty, zob = _TABLES[size]
     cap = 4 * size * size if max_plies is None else max_plies
     npass = size * size
+    if len(actions) and not 0 <= min(actions) <= max(actions) <= npass:
+        raise ValueError(f"actions must be in 0..{npass}, got {min(actions)}..{max(actions)}")
     board = bytearray(empty)
     h = 0
     seen = {0}
