@@ -2,6 +2,7 @@
 
     python -m experiments.go_bench                       # ours only (pgx is no dependency)
     python -m experiments.go_bench --features --games 256,64   # and the feature planes
+    python -m experiments.go_bench --sizes 19 --games 64 --replay   # planes from stored games
     PYTHONPATH=src /path/to/venv-with-pgx/bin/python -m experiments.go_bench --pgx
 
 A batch of ``--games`` games is stepped ``--plies`` times from the empty board in
@@ -10,6 +11,12 @@ the pass when there is none, and the step), for ``agz_jax.go.rules`` with
 positional superko, with simple ko, and with ``--pgx`` pgx's ``go_NxN`` (simple ko
 in its legal mask; a superko repetition ends its game instead). Positions/s =
 games x plies / seconds, the best of ``--repeats`` runs after a compile run.
+
+With ``--replay`` the planes of examples drawn from stored move sequences
+(``go.replay.sample_batch``: 64 random legal games, replayed on the device,
+``--replay-batch`` examples a batch, ``--per-game`` from each replayed game,
+each ladder mode of ``--ladders``), beside the host path of ``go.dataset``
+(``go.sgf.replay`` then ``go.features`` of ``--host-positions`` positions).
 
 With ``--pgx`` the same random actions are replayed in both (ours with simple
 ko) and their boards and legal masks compared at every position, as long as
@@ -27,6 +34,7 @@ import time
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from agz_jax.go import play
 from agz_jax.go.rules import Rules
@@ -108,6 +116,52 @@ def feature_speed(size: int, games: int, plies: int, repeats: int) -> dict:
                 positions_per_s=round(games / best))
 
 
+def replay_speed(size: int, batch: int, per_game: int, ladder: str, moves, offsets,
+                 repeats: int) -> dict:
+    """Positions/s of ``go.replay.sample_batch``: ``batch`` examples drawn from the
+    store, ``per_game`` from each replayed game, all planes made on the device
+    (ladder plane by ``ladder``: "pool", "vmap" or "none"), symmetries applied."""
+    from agz_jax.go import replay  # noqa: PLC0415
+
+    s = replay.store(moves, offsets, size=size)
+    fn = replay.sampler(replay.longest(offsets), size, batch, per_game, 0, True,
+                        jnp.float32, ladder)
+    first, best = time_it(lambda key: fn(key, s).planes, repeats)
+    return dict(size=size, impl=f"go.replay per_game={per_game} ladder={ladder}", games=batch,
+                compile_s=round(first - best, 1), run_s=round(best, 3),
+                positions_per_s=round(batch / best))
+
+
+def host_speed(size: int, positions: int, moves, offsets, repeats: int) -> dict:
+    """Positions/s of the host path of ``go.dataset``: the first game replayed by
+    ``go.sgf.replay`` (one jitted scan), then ``go.dataset.planes_of`` (the
+    ``go.features`` planes, ladder plane included) of ``positions`` of its
+    positions spread evenly over it, one batch; the replay's time counted for
+    the share of its positions used (the data set uses them all)."""
+    from agz_jax.go import sgf  # noqa: PLC0415
+    from agz_jax.go.dataset import planes_of  # noqa: PLC0415
+
+    rules = sgf.replay_rules(size)
+    game = [(i % 2, int(m)) for i, m in enumerate(moves[offsets[0]:offsets[1]])]
+    on_board = np.flatnonzero(np.asarray([m for _, m in game]) < size * size)
+    pick = on_board[np.linspace(0, len(on_board) - 1, positions).astype(int)]
+
+    def run(key):
+        t = time.perf_counter()
+        before = jax.block_until_ready(sgf.replay(rules, np.zeros(size * size, np.int8),
+                                                  game).before)
+        spent = (time.perf_counter() - t) * positions / len(on_board)
+        t = time.perf_counter()
+        planes_of(rules, jax.tree.map(lambda x: np.asarray(x)[pick], before), 0,
+                  batch=positions)
+        return spent + time.perf_counter() - t
+
+    run(None)
+    best = min(run(None) for _ in range(repeats))
+    return dict(size=size, impl="host: sgf.replay + go.features", games=positions,
+                run_s=round(best, 3), positions_per_s=round(positions / best))
+
+
 def agreement(size: int, games: int, plies: int) -> dict:
     """Replay pgx's random games in ours (simple ko): positions where the boards
     or the legal masks differ, while pgx's game runs."""
@@ -137,6 +191,31 @@ def agreement(size: int, games: int, plies: int) -> dict:
     return dict(positions=positions, board_disagreements=boards, mask_disagreements=masks)
 
 
+def replay_rows(size: int, args, say) -> list[dict]:
+    """The ``--replay`` rows of one size: 64 random games of ``4 * size * size / 3``
+    plies at most (about 480 on 19x19: most end by two passes sooner)."""
+    from agz_jax.go.replay import random_store  # noqa: PLC0415
+
+    moves, offsets = random_store(size, 64, 4 * size * size // 3)
+    say(f"{size}x{size} store: {len(offsets) - 1} random games, {len(moves)} moves "
+        f"(longest {int(np.max(np.diff(offsets)))})")
+    rows = []
+    for ladder in args.ladders.split(","):
+        for k in (int(x) for x in args.per_game.split(",")):
+            # a ladder run takes long on a CPU: one timed run
+            r = replay_speed(size, args.replay_batch, k, ladder, moves, offsets,
+                             args.repeats if ladder == "none" else 1)
+            rows.append(r)
+            say(f"{size}x{size} {r['impl']:36s} {r['games']} examples: "
+                f"{r['positions_per_s']:>9,} positions/s (compile {r['compile_s']} s)")
+    if args.host_positions:
+        r = host_speed(size, args.host_positions, moves, offsets, 1)
+        rows.append(r)
+        say(f"{size}x{size} {r['impl']:36s} {r['games']} positions: "
+            f"{r['positions_per_s']:>9,} positions/s")
+    return rows
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="9,19")
@@ -146,6 +225,15 @@ def main(argv=None):
     p.add_argument("--pgx", action="store_true", help="also pgx (must be importable)")
     p.add_argument("--features", action="store_true",
                    help="also the feature planes' speed (go.features)")
+    p.add_argument("--replay", action="store_true",
+                   help="also the planes made on the device from stored games (go.replay), "
+                        "beside the host path of go.dataset")
+    p.add_argument("--replay-batch", type=int, default=128, help="examples per --replay batch")
+    p.add_argument("--per-game", default="1,16", help="--replay: examples per replayed game")
+    p.add_argument("--ladders", default="none,pool",
+                   help="--replay: ladder modes (none, pool, vmap)")
+    p.add_argument("--host-positions", type=int, default=32,
+                   help="--replay: positions of the host path's row (0: no host row)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     try:
@@ -178,6 +266,8 @@ def main(argv=None):
             rows.append(r)
             say(f"{size}x{size} {r['impl']:28s} {n} positions: "
                 f"{r['positions_per_s']:>9,} positions/s (compile {r['compile_s']} s)")
+        if args.replay:
+            rows += replay_rows(size, args, say)
         if args.pgx:
             agree = agreement(size, n, args.plies)
             rows.append(dict(size=size, impl="agreement", **agree))

@@ -1,0 +1,463 @@
+"""Move-prediction examples computed on the accelerator from stored move sequences.
+
+``go.dataset`` replays SGF records on the host and stores the Table 1 planes of
+every position on disk. Here the planes are made inside the training step
+instead, from games kept as move sequences (the compact store: every game's
+actions, ``row * size + col`` or ``size * size`` for the pass, concatenated in
+``moves`` int16[N] with ``offsets`` int64[G + 1]):
+
+1. ``sample_batch`` draws the examples: uniform over the positions before a move
+   on the board (passes are not examples, as in ``go.dataset``), ``per_game``
+   positions from each of ``batch_size / per_game`` games. A game is drawn with
+   probability proportional to its examples and its positions uniformly within
+   it, so every position is equally likely whatever ``per_game``; ``per_game=1``
+   draws independent positions, a larger one replays fewer games per batch.
+2. ``replay`` plays the drawn games through ``go.rules.Rules.step`` (simple ko:
+   the stored games are legal, so superko is not re-checked move by move),
+   vmapped over the games, in one ``lax.scan`` over the plies, and keeps the
+   state before each ply; the drawn positions are gathered from it, with the
+   Zobrist hashes of the boards before each (positional superko's history,
+   sorted once per position).
+3. ``planes`` computes ``go.features.features``'s planes of each position, the
+   same numbers, with the per-move planes (liberties after the move, capture
+   size) by chain bitsets: O(A * A / 32) word operations per position instead
+   of ``features``'s ``vmap`` of ``board.place`` over every point. The ladder
+   plane is ``go.ladder``'s reader, vmapped over the positions (``ladder="vmap"``,
+   ``go.features``'s own way), over only the (move, prey) candidate pairs of the
+   batch packed into ``ladder_pool`` lanes (``"pool"``), or skipped (``"none"``:
+   the plane is zero).
+4. each example is put under one of the 8 symmetries drawn at random, planes and
+   target alike, as ``go.movepred``'s training step does (``symmetries=False``
+   leaves them as they are).
+
+Everything is jit-able with fixed shapes (``T``, the longest stored game, is
+static): no host round trip per position. ``Store`` holds the device arrays;
+``store(moves, offsets)`` builds it once on the host.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from agz_jax import symmetry
+from agz_jax.go import ladder as ladder_lib
+from agz_jax.go.board import (
+    EMPTY_SLOT,
+    analyse,
+    chain_liberties,
+    distinct,
+    lower_bound,
+    neighbour_table,
+    padded,
+    stone,
+)
+from agz_jax.go.features import RANKS, bucket, rank_planes
+from agz_jax.go.rules import Rules, State
+
+LADDER_MODES = ("vmap", "pool", "none")
+
+
+class Store(NamedTuple):
+    """Games on the device. G games, N moves, E examples (moves on the board).
+
+    moves int16[N] (each game's actions, concatenated), offsets int32[G + 1]
+    (game g is ``moves[offsets[g]:offsets[g + 1]]``), examples int32[E] (the
+    indices in ``moves`` of the moves on the board, in order), first int32[G + 1]
+    (game g's examples are ``examples[first[g]:first[g + 1]]``), setup int8[G, A]
+    or None (each game's starting board; None: empty boards), rank int32[G, 2] or
+    None (black's and white's rank for the rank planes, 0..8 for 1..9 dan, -1
+    unknown; None: unknown).
+    """
+
+    moves: jax.Array
+    offsets: jax.Array
+    examples: jax.Array
+    first: jax.Array
+    setup: jax.Array | None = None
+    rank: jax.Array | None = None
+
+
+class Batch(NamedTuple):
+    """``sample_batch``'s examples: planes [B, H, W, C] (``dtype``), target
+    int32[B] (the point played, under the example's symmetry), to_play int32[B],
+    game int32[B], ply int32[B] (0-based), symmetry int32[B]."""
+
+    planes: jax.Array
+    target: jax.Array
+    to_play: jax.Array
+    game: jax.Array
+    ply: jax.Array
+    symmetry: jax.Array
+
+
+class Positions(NamedTuple):
+    """What the planes of a batch of positions need (leading axis [B]): the
+    ``State`` fields the features read, and ``seen`` uint32[B, T, 2], the sorted
+    hashes of the boards of the game so far (``EMPTY_SLOT`` after them)."""
+
+    board: jax.Array
+    chain: jax.Array
+    to_play: jax.Array
+    ko: jax.Array
+    num_moves: jax.Array
+    played_at: jax.Array
+    hash: jax.Array
+    seen: jax.Array
+    rank: jax.Array
+
+
+def store(moves, offsets, setup=None, rank=None, size: int | None = None) -> Store:
+    """A ``Store`` of host arrays (``moves`` int[N], ``offsets`` int[G + 1],
+    optional ``setup`` int8[G, A], ``rank`` int[G, 2]); ``size`` (else guessed
+    from ``setup``, else 19) says which action is the pass."""
+    moves = np.asarray(moves)
+    offsets = np.asarray(offsets, np.int64)
+    if offsets.ndim != 1 or len(offsets) < 2 or offsets[0] != 0 or offsets[-1] != len(moves) \
+            or np.any(np.diff(offsets) < 0):
+        raise ValueError("offsets must rise from 0 to len(moves)")
+    if len(moves) >= 2**31:
+        raise ValueError(f"{len(moves)} moves: more than int32 indexes")
+    if size is None:
+        size = int(round(np.sqrt(np.asarray(setup).shape[1]))) if setup is not None else 19
+    on_board = (moves >= 0) & (moves < size * size)
+    examples = np.flatnonzero(on_board).astype(np.int32)
+    first = np.searchsorted(examples, offsets).astype(np.int32)
+    return Store(jnp.asarray(moves, jnp.int16), jnp.asarray(offsets, jnp.int32),
+                 jnp.asarray(examples), jnp.asarray(first),
+                 None if setup is None else jnp.asarray(setup, jnp.int8),
+                 None if rank is None else jnp.asarray(rank, jnp.int32))
+
+
+def longest(offsets) -> int:
+    """The plies of the longest game (``T``, a static shape)."""
+    return int(np.max(np.diff(np.asarray(offsets)))) if len(offsets) > 1 else 0
+
+
+def replay_rules(size: int) -> Rules:
+    """The rules of the replay: ``go.sgf.replay_rules`` with simple ko (the
+    positional-superko legality of the planes is computed from the history)."""
+    return Rules(size, komi=0.0, superko=False, max_moves=4 * size * size)
+
+
+def game_moves(s: Store, games: jax.Array, length: int) -> jax.Array:
+    """int32[G, length]: the actions of ``games``, -1 after each game's end."""
+    t = jnp.arange(length)
+    start, end = s.offsets[games], s.offsets[games + 1]
+    at = start[:, None] + t
+    return jnp.where(at < end[:, None], s.moves[jnp.minimum(at, s.moves.shape[0] - 1)],
+                     -1).astype(jnp.int32)
+
+
+def replay(rules: Rules, actions: jax.Array, setup: jax.Array | None = None):
+    """(State before each ply, stacked [T, G]; hash uint32[T, G, 2]) of the games
+    ``actions`` int32[G, T] (-1 after the end), played from ``setup`` int8[G, A]
+    (None: the empty board) with black first and colours alternating. A game
+    goes on after two passes (as ``go.sgf``'s replay). ``seen`` is not kept."""
+    g = actions.shape[0]
+    if setup is None:
+        init = jax.vmap(lambda _: rules.init())(jnp.arange(g))
+    else:
+        init = jax.vmap(rules.setup)(setup)
+    init = init._replace(seen=jnp.zeros((g, 1, 2), jnp.uint32))
+
+    def one(state: State, action):
+        valid = action >= 0
+        reopen = valid & state.done & (state.num_moves < rules.max_moves)
+        state = state._replace(done=state.done & ~reopen,
+                               passes=jnp.where(reopen, 0, state.passes))
+        nxt = rules.step(state, jnp.maximum(action, 0))
+        return jax.tree.map(lambda a, b: jnp.where(valid, a, b), nxt, state)
+
+    def ply(states, acts):
+        return jax.vmap(one)(states, acts), states
+
+    _, before = jax.lax.scan(ply, init, actions.T)
+    return before, before.hash
+
+
+def positions(before: State, hashes: jax.Array, game: jax.Array, ply: jax.Array,
+              rank: jax.Array | None = None) -> Positions:
+    """The positions before ``ply`` int32[B] of ``game`` int32[B] (indices into
+    ``replay``'s games), with their sorted board histories."""
+    pick = jax.tree.map(lambda x: x[ply, game], before)
+    t = hashes.shape[0]
+    hist = jnp.swapaxes(hashes[:, game], 0, 1)  # [B, T, 2]
+    hist = jnp.where((jnp.arange(t)[None, :] <= ply[:, None])[..., None], hist, EMPTY_SLOT)
+    hi, lo = jax.lax.sort((hist[..., 0], hist[..., 1]), dimension=1, num_keys=2)
+    seen = jnp.stack([hi, lo], axis=-1)
+    rank = jnp.full(game.shape, -1, jnp.int32) if rank is None else rank
+    return Positions(pick.board, pick.chain, pick.to_play, pick.ko, pick.num_moves,
+                     pick.played_at, pick.hash, seen, rank)
+
+
+def of_state(rules: Rules, state: State) -> Positions:
+    """``Positions`` of one ``State`` (no batch axis) of any ``Rules``: its own
+    ``seen`` with positional superko, else an empty history (simple ko only)."""
+    seen = state.seen if rules.superko else jnp.full((1, 2), EMPTY_SLOT, jnp.uint32)
+    return Positions(state.board, state.chain, state.to_play, state.ko, state.num_moves,
+                     state.played_at, state.hash, seen, state.rank)
+
+
+# --- the planes -----------------------------------------------------------------------
+
+
+@functools.cache
+def _bit_tables(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """(uint32[A, W] each point's own bit, uint32[A, W] its neighbours' bits)."""
+    a = size * size
+    words = (a + 31) // 32
+    own = np.zeros((a, words), np.uint32)
+    for p in range(a):
+        own[p, p // 32] = np.uint32(1) << np.uint32(p % 32)
+    nbr = neighbour_table(size)
+    around = np.zeros((a, words), np.uint32)
+    for p in range(a):
+        for q in nbr[p]:
+            if q < a:
+                around[p] |= own[q]
+    return own, around
+
+
+def pack(mask: jax.Array) -> jax.Array:
+    """uint32[W]: bool[A] as a bitset (point p is bit p % 32 of word p // 32)."""
+    a = mask.shape[-1]
+    words = (a + 31) // 32
+    bits = jnp.pad(mask, (0, words * 32 - a)).reshape(words, 32).astype(jnp.uint32)
+    return jnp.sum(bits << jnp.arange(32, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)
+
+
+def popcount(bits: jax.Array) -> jax.Array:
+    """int32[...]: the set bits of uint32[..., W]."""
+    return jnp.sum(jax.lax.population_count(bits).astype(jnp.int32), axis=-1)
+
+
+def after_move(size: int, board, chain, me, ko) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """(int32[A] liberties of the new stone's chain, int32[A] stones captured,
+    bool[A] legal but for superko) if ``me`` played each point: the numbers of
+    ``go.features.after_move`` on the legal points, by bitsets. The new chain is
+    the point and its friendly neighbour chains S; its liberties are the points
+    next to S that are empty or captured, the point itself aside."""
+    a = size * size
+    own, around = (jnp.asarray(t) for t in _bit_tables(size))
+    nbr = jnp.asarray(neighbour_table(size))
+    chain32 = chain.astype(jnp.int32)
+    ids = padded(chain32, a)[nbr]  # [A, 4]; A: no chain
+    # stones[c]: chain c's points; near[c]: the points next to chain c (each
+    # (chain, point) pair added once, so the adds are ORs)
+    stones = jnp.zeros((a + 1, own.shape[1]), jnp.uint32).at[
+        jnp.where(chain32 >= 0, chain32, a)].add(own)
+    first = distinct(ids) & (ids < a)
+    near = jnp.zeros((a + 1, own.shape[1]), jnp.uint32).at[ids].add(
+        jnp.where(first[..., None], own[:, None, :], 0))
+    move = analyse(size, board, chain, me, ko, jnp.arange(a), hashes=False)
+    reach = around | _or4(jnp.where(move.friend[..., None], near[ids], 0))
+    taken = _or4(jnp.where(move.capture[..., None], stones[ids], 0))
+    free = pack(board == 0)
+    libs = popcount(reach & (free | taken) & ~own)
+    return libs, popcount(taken), move.legal
+
+
+def _or4(x: jax.Array) -> jax.Array:
+    return x[:, 0] | x[:, 1] | x[:, 2] | x[:, 3]
+
+
+def legality(size: int, p: Positions) -> jax.Array:
+    """bool[A]: the legal points of one position (suicide, simple ko, and
+    positional superko against ``p.seen``), as ``Rules.legal_mask``."""
+    a = size * size
+    move = analyse(size, p.board, p.chain, stone(p.to_play), p.ko, jnp.arange(a), p.hash)
+    at = lower_bound(p.seen, move.hash)
+    repeats = jnp.all(p.seen[jnp.minimum(at, p.seen.shape[0] - 1)] == move.hash, axis=-1)
+    return move.legal & ~repeats
+
+
+def base_planes(size: int, p: Positions, ranks: int = RANKS) -> tuple[jax.Array, jax.Array]:
+    """(bool[A, C] every plane of one position with the ladder plane zero, bool[A]
+    the legal points)."""
+    board = p.board
+    me = stone(p.to_play)
+    stones = board != 0
+    legal = legality(size, p)
+    libs = chain_liberties(size, board, p.chain)
+    libs = jnp.where(p.chain >= 0, libs[p.chain.astype(jnp.int32)], 0)
+    libs_after, captured, _ = after_move(size, board, p.chain, me, p.ko)
+    age = p.num_moves - p.played_at.astype(jnp.int32)
+    age = jnp.where(p.played_at >= 0, age, 5)
+    planes = [
+        jnp.stack([board > 0, board < 0, ~stones], axis=-1),
+        bucket(libs, 1, 4) & stones[:, None],
+        bucket(libs_after, 1, 6) & legal[:, None],
+        legal[:, None],
+        bucket(age, 1, 5) & stones[:, None],
+        bucket(captured, 0, 7) & legal[:, None],
+        jnp.zeros((size * size, 1), bool),
+        rank_planes(ranks, p.rank, size * size),
+    ]
+    return jnp.concatenate(planes, axis=-1), legal
+
+
+LADDER_CHANNEL = 26
+
+
+def ladders(size: int, p: Positions, legal: jax.Array, mode: str = "pool", limit: int = 8,
+            pool: int | None = None, depth: int | None = None,
+            steps: int | None = None) -> jax.Array:
+    """bool[B, A]: the ladder plane of a batch of positions (``p`` and ``legal``
+    with a leading axis [B]). ``"vmap"``: ``go.ladder.ladder_moves`` of each
+    position; ``"pool"``: the same readings (the first ``limit`` candidate pairs
+    of each position), but only the batch's actual candidates are read, packed
+    into ``pool`` lanes (default ``B * limit``: every candidate, the same plane as
+    ``"vmap"``; a smaller pool leaves the candidates past it unread, no ladder)."""
+    b, a = legal.shape
+    me = jax.vmap(stone)(p.to_play)
+    if mode == "vmap":
+        return jax.vmap(lambda bd, ch, m, lg: ladder_lib.ladder_moves(
+            size, bd, ch, m, lg, limit, depth, steps))(p.board, p.chain, me, legal)
+    moves, preys, valid = jax.vmap(
+        lambda bd, ch, m, lg: ladder_lib.candidates(size, bd, ch, m, lg, limit))(
+        p.board, p.chain, me, legal)
+    pool = b * limit if pool is None else pool
+    slot = jnp.nonzero(valid.reshape(-1), size=pool, fill_value=b * limit)[0]
+    used = slot < b * limit
+    slot = jnp.minimum(slot, b * limit - 1)
+    who = slot // limit
+    move, prey = moves.reshape(-1)[slot], preys.reshape(-1)[slot]
+
+    def read(w, m, q, on):
+        return ladder_lib.read(size, p.board[w], p.chain[w], me[w], m, q, depth, steps, on)
+
+    works = jax.vmap(read)(who, move, prey, used) & used
+    return jnp.zeros((b, a), bool).at[who, move].max(works)
+
+
+def planes(size: int, p: Positions, ranks: int = RANKS, ladder: str = "pool",
+           ladder_limit: int = 8, ladder_pool: int | None = None,
+           ladder_depth: int | None = None, ladder_steps: int | None = None,
+           dtype=jnp.float32) -> jax.Array:
+    """[B, H, W, C] ``dtype``: ``go.features.features``'s planes of a batch of
+    positions (the same numbers; ``ladder="none"``: the ladder plane zero)."""
+    if ladder not in LADDER_MODES:
+        raise ValueError(f"ladder must be one of {LADDER_MODES}, got {ladder!r}")
+    base, legal = jax.vmap(functools.partial(base_planes, size, ranks=ranks))(p)
+    if ladder != "none":
+        lad = ladders(size, p, legal, ladder, ladder_limit, ladder_pool, ladder_depth,
+                      ladder_steps)
+        base = base.at[..., LADDER_CHANNEL].set(lad & legal)
+    return base.astype(dtype).reshape(base.shape[0], size, size, -1)
+
+
+def features(rules: Rules, state: State, ranks: int = RANKS, **kwargs) -> jax.Array:
+    """float32[H, W, C]: ``planes`` of one ``State`` (no batch axis), a drop-in
+    for ``go.features.features``."""
+    p = jax.tree.map(lambda x: x[None], of_state(rules, state))
+    return planes(rules.size, p, ranks, **kwargs)[0]
+
+
+# --- drawing examples ---------------------------------------------------------------
+
+
+def draw(key: jax.Array, s: Store, games: int, per_game: int) -> tuple[jax.Array, jax.Array]:
+    """(game int32[games], ply int32[games, per_game]): ``games`` games drawn in
+    proportion to their examples, ``per_game`` examples uniform within each."""
+    k_game, k_pos = jax.random.split(key)
+    e = s.examples.shape[0]
+    anchor = s.examples[jax.random.randint(k_game, (games,), 0, e)]
+    game = (jnp.searchsorted(s.offsets, anchor, side="right") - 1).astype(jnp.int32)
+    lo, hi = s.first[game], s.first[game + 1]
+    u = jax.random.uniform(k_pos, (games, per_game))
+    pick = lo[:, None] + jnp.minimum((u * (hi - lo)[:, None]).astype(jnp.int32),
+                                     (hi - lo - 1)[:, None])
+    ply = s.examples[pick] - s.offsets[game][:, None]
+    return game, ply.astype(jnp.int32)
+
+
+def examples_at(rules: Rules, s: Store, game: jax.Array, ply: jax.Array, length: int,
+                ranks: int = RANKS, **kwargs) -> tuple[jax.Array, Positions, jax.Array]:
+    """(planes [G * K, H, W, C], Positions, target int32[G * K]) of the
+    positions before ``ply`` int32[G, K] of ``game`` int32[G] (each game
+    replayed once, ``length`` plies)."""
+    g, k = ply.shape
+    actions = game_moves(s, game, length)
+    before, hashes = replay(rules, actions, None if s.setup is None else s.setup[game])
+    local = jnp.repeat(jnp.arange(g), k)
+    flat = ply.reshape(-1)
+    rank = None
+    if s.rank is not None:
+        rank = s.rank[game[local], before.to_play[flat, local]]
+    p = positions(before, hashes, local, flat, rank)
+    target = actions[local, flat]
+    return planes(rules.size, p, ranks, **kwargs), p, target
+
+
+def sample_batch(key: jax.Array, s: Store, batch_size: int, length: int, size: int = 19,
+                 per_game: int = 1, ranks: int = 0, symmetries: bool = True,
+                 dtype=jnp.float32, **kwargs) -> Batch:
+    """``batch_size`` examples drawn uniformly over the stored positions before a
+    move on the board (``draw``), ``per_game`` from each replayed game;
+    ``length`` (static) >= the longest game (``longest(offsets)``); ``ranks``: 0
+    (a constant plane) or 9 (``Store.rank``); ``kwargs``: ``planes``' ladder
+    settings. Jit it with ``batch_size``, ``length``, ``size``, ``per_game``,
+    ``ranks``, ``symmetries``, ``dtype`` and the ladder settings static."""
+    if batch_size % per_game:
+        raise ValueError(f"batch_size {batch_size} is not a multiple of per_game {per_game}")
+    k_draw, k_sym = jax.random.split(key)
+    rules = replay_rules(size)
+    game, ply = draw(k_draw, s, batch_size // per_game, per_game)
+    x, p, target = examples_at(rules, s, game, ply, length, ranks, dtype=dtype, **kwargs)
+    games = jnp.repeat(game, per_game)
+    g = jnp.zeros(batch_size, jnp.int32)
+    if symmetries:
+        g = symmetry.random_symmetry(k_sym, (batch_size,))
+        x = jax.vmap(symmetry.transform_planes)(x, g)
+        perm = jnp.asarray(symmetry.permutations(size))[g]  # [B, A]
+        target = jnp.argmax(perm == target[:, None], axis=-1)
+    return Batch(x, target.astype(jnp.int32), p.to_play.astype(jnp.int32), games,
+                 ply.reshape(-1), g)
+
+
+def random_store(size: int, games: int, plies: int, seed: int = 0, pass_p: float = 0.02):
+    """(moves int16[N], offsets int64[G + 1]): random legal games (positional
+    superko; a pass with probability ``pass_p``, or when nothing else is legal),
+    each until two passes or ``plies`` plies: test and benchmark data."""
+    rules = Rules(size, komi=0.0, max_moves=4 * size * size)
+
+    @jax.jit
+    def run(key):
+        def ply(s, k):
+            k1, k2 = jax.random.split(k)
+            points = rules.legal_mask(s)[:-1]
+            a = jax.random.categorical(k1, jnp.where(points, 0.0, -jnp.inf))
+            a = jnp.where(points.any() & (jax.random.uniform(k2) > pass_p), a,
+                          rules.pass_action)
+            return rules.step(s, a), jnp.where(s.done, -1, a)
+
+        def game(k):
+            return jax.lax.scan(ply, rules.init(), jax.random.split(k, plies))[1]
+
+        return jax.vmap(game)(jax.random.split(key, games))
+
+    acts = np.asarray(run(jax.random.PRNGKey(seed)))
+    kept = [a[a >= 0] for a in acts]
+    return (np.concatenate(kept).astype(np.int16),
+            np.concatenate([[0], np.cumsum([len(a) for a in kept])]).astype(np.int64))
+
+
+@functools.cache
+def sampler(length: int, size: int = 19, batch_size: int = 128, per_game: int = 1,
+            ranks: int = 0, symmetries: bool = True, dtype=jnp.float32, ladder: str = "pool",
+            ladder_limit: int = 8, ladder_pool: int | None = None):
+    """``jax.jit(sample_batch)`` with these static settings: ``fn(key, store)``."""
+    return jax.jit(functools.partial(
+        sample_batch, batch_size=batch_size, length=length, size=size, per_game=per_game,
+        ranks=ranks, symmetries=symmetries, dtype=dtype, ladder=ladder,
+        ladder_limit=ladder_limit, ladder_pool=ladder_pool))
+
+
+__all__ = ["Batch", "Positions", "Store", "after_move", "examples_at", "features",
+           "game_moves", "ladders", "legality", "longest", "of_state", "planes", "positions",
+           "random_store", "replay", "sample_batch", "sampler", "store"]

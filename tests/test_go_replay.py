@@ -1,0 +1,148 @@
+"""Planes made on the device from stored move sequences (``agz_jax.go.replay``)
+against the host path (``go.sgf.replay`` of each game, then ``go.features``,
+as ``go.dataset`` builds them), on random legal games with captures, kos and
+passes; the sampler's draws, targets, symmetries and fixed shapes."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agz_jax import symmetry
+from agz_jax.go import replay as RP
+from agz_jax.go import sgf
+from agz_jax.go.dataset import planes_of
+
+
+@functools.cache
+def random_games(size: int, games: int, plies: int, seed: int) -> tuple:
+    """Random legal games (``go.replay.random_store``), one array each."""
+    moves, offsets = RP.random_store(size, games, plies, seed, pass_p=0.04)
+    return tuple(moves[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True))
+
+
+def host_states(size: int, games) -> tuple:
+    """(the States before every ply of every game, concatenated; game; ply)."""
+    rules = sgf.replay_rules(size)
+    states = []
+    for g in games:
+        out = sgf.replay(rules, np.zeros(size * size, np.int8),
+                         [(i % 2, int(a)) for i, a in enumerate(g)])
+        assert not np.asarray(out.why)[:len(g)].any()
+        n = len(g)
+        states.append(jax.tree.map(lambda x, n=n: np.asarray(x)[:n], out.before))
+    stacked = jax.tree.map(lambda *x: np.concatenate(x), *states)
+    game = np.repeat(np.arange(len(games)), [len(g) for g in games])
+    ply = np.concatenate([np.arange(len(g)) for g in games])
+    return stacked, game, ply
+
+
+def pick(states, moves, size: int, count: int, seed: int) -> np.ndarray:
+    """Positions before a move on the board: every ko position, every one
+    right after a pass, the rest at random (``count`` in all)."""
+    on_board = moves < size * size
+    ko = np.flatnonzero(on_board & (np.asarray(states.ko) >= 0))
+    after_pass = np.flatnonzero(on_board & (np.asarray(states.last_action) == size * size))
+    special = np.unique(np.concatenate([ko[:count // 4], after_pass[:count // 4]]))
+    rest = np.setdiff1d(np.flatnonzero(on_board), special)
+    rest = np.random.default_rng(seed).choice(rest, count - len(special), replace=False)
+    return np.sort(np.concatenate([special, rest]))
+
+
+def compare(size: int, games, count: int, modes, kos: bool = True) -> None:
+    moves = np.concatenate(games)
+    offsets = np.concatenate([[0], np.cumsum([len(g) for g in games])])
+    states, game, ply = host_states(size, games)
+    sel = pick(states, moves, size, count, seed=size)
+    # the games do exercise captures, kos and passes
+    assert (np.asarray(states.ko)[sel] >= 0).any() or not kos
+    assert (np.asarray(states.last_action)[sel] == size * size).any()
+    assert (np.asarray(states.board).astype(bool).sum(1)[1:]
+            < np.asarray(states.board).astype(bool).sum(1)[:-1]).any()
+    host = planes_of(sgf.replay_rules(size), jax.tree.map(lambda x: x[sel], states), 0,
+                     batch=count)
+    assert host[..., RP.LADDER_CHANNEL].any()  # some ladder moves to agree on
+    s = RP.store(moves, offsets, size=size)
+    length = RP.longest(offsets)
+    for mode in modes:
+        fn = jax.jit(functools.partial(RP.examples_at, RP.replay_rules(size), length=length,
+                                       ranks=0, ladder=mode))
+        x, p, target = fn(s=s, game=jnp.asarray(game[sel]), ply=jnp.asarray(ply[sel])[:, None])
+        np.testing.assert_array_equal(np.asarray(x), host, err_msg=f"ladder={mode}")
+        np.testing.assert_array_equal(np.asarray(target), moves[sel])
+        np.testing.assert_array_equal(np.asarray(p.to_play), np.asarray(states.to_play)[sel])
+
+
+def test_planes_equal_the_host_path_9x9():
+    compare(9, random_games(9, 8, 110, seed=1), 32, ("pool",))
+
+
+def test_planes_equal_the_host_path_19x19():
+    compare(19, random_games(19, 2, 320, seed=2), 8, ("pool",), kos=False)
+
+
+def test_store_counts_examples_not_passes():
+    moves = np.array([3, 81, 5, 81, 81, 7], np.int16)  # 9x9: 81 is the pass
+    s = RP.store(moves, [0, 2, 2, 5, 6], size=9)  # the second game is empty
+    np.testing.assert_array_equal(np.asarray(s.examples), [0, 2, 5])
+    np.testing.assert_array_equal(np.asarray(s.first), [0, 1, 1, 2, 3])
+    assert RP.longest([0, 2, 2, 5, 6]) == 3
+    with pytest.raises(ValueError):
+        RP.store(moves, [0, 7])
+
+
+def test_draw_is_uniform_over_examples():
+    games = random_games(9, 8, 110, seed=1)
+    moves = np.concatenate(games)
+    s = RP.store(moves, np.concatenate([[0], np.cumsum([len(g) for g in games])]), size=9)
+    game, ply = jax.jit(RP.draw, static_argnums=(2, 3))(jax.random.PRNGKey(0), s, 4000, 8)
+    flat = np.asarray(s.offsets)[np.asarray(game)][:, None] + np.asarray(ply)
+    assert (moves[flat] < 81).all()  # never a pass
+    # each game's share of the draws is its share of the examples
+    share = np.bincount(np.repeat(np.asarray(game), 8), minlength=8) / flat.size
+    want = np.diff(np.asarray(s.first)) / len(s.examples)
+    np.testing.assert_allclose(share, want, atol=0.02)
+    # and within a game the plies are uniform: the mean ply is the examples' mean
+    g0 = np.asarray(game) == 0
+    plies0 = np.flatnonzero(moves[:len(games[0])] < 81)
+    assert abs(np.asarray(ply)[g0].mean() - plies0.mean()) < 4
+
+
+def test_sample_batch_jit_shapes_targets_and_symmetries():
+    size = 9
+    games = random_games(size, 8, 110, seed=1)
+    moves = np.concatenate(games)
+    offsets = np.concatenate([[0], np.cumsum([len(g) for g in games])])
+    s = RP.store(moves, offsets, size=size)
+    length = RP.longest(offsets)
+    traces = []
+
+    def counted(*args, **kwargs):
+        traces.append(1)
+        return RP.sample_batch(*args, **kwargs)
+
+    kw = dict(batch_size=16, length=length, size=size, per_game=4, ladder="none")
+    plain = jax.jit(functools.partial(counted, symmetries=False, **kw))
+    turned = jax.jit(functools.partial(counted, symmetries=True, dtype=jnp.bfloat16, **kw))
+    for seed in range(2):
+        key = jax.random.PRNGKey(seed)
+        a, b = plain(key, s), turned(key, s)
+        assert a.planes.shape == (16, size, size, 28) and a.planes.dtype == jnp.float32
+        assert b.planes.dtype == jnp.bfloat16 and a.target.dtype == jnp.int32
+        game, ply = np.asarray(a.game), np.asarray(a.ply)
+        np.testing.assert_array_equal(np.asarray(a.target), moves[offsets[game] + ply])
+        np.testing.assert_array_equal(game, np.asarray(b.game))
+        np.testing.assert_array_equal(np.asarray(a.to_play), ply % 2)
+        # b is a under its symmetries: undo them
+        g = np.asarray(b.symmetry)
+        back = jax.vmap(symmetry.transform_planes)(b.planes.astype(jnp.float32),
+                                                   symmetry.inverse(jnp.asarray(g)))
+        np.testing.assert_array_equal(np.asarray(back), np.asarray(a.planes))
+        perm = symmetry.permutations(size)[g]
+        np.testing.assert_array_equal(perm[np.arange(16), np.asarray(b.target)],
+                                      np.asarray(a.target))
+    assert len(traces) == 2  # one trace per function, not per call
