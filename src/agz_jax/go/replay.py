@@ -54,12 +54,13 @@ from agz_jax.go.board import (
     lower_bound,
     neighbour_table,
     padded,
+    place,
     stone,
 )
 from agz_jax.go.features import RANKS, bucket, rank_planes
 from agz_jax.go.rules import Rules, State
 
-LADDER_MODES = ("vmap", "pool", "none")
+LADDER_MODES = ("auto", "vmap", "pool", "map", "none")
 
 
 class Store(NamedTuple):
@@ -304,17 +305,52 @@ def base_planes(size: int, p: Positions, ranks: int = RANKS) -> tuple[jax.Array,
 LADDER_CHANNEL = 26
 
 
-def ladders(size: int, p: Positions, legal: jax.Array, mode: str = "pool", limit: int = 8,
+def first_plies(size: int, board, chain, attacker, move, prey, depth: int) -> jax.Array:
+    """int32[]: ``go.ladder.read``'s answer when its first two plies decide it:
+    0 when ``move`` does not leave the prey in atari or some answer of the
+    defender escapes at once (3 or more liberties: whatever the reading of the
+    other answers, it ends in an escape or a cut-off, both a no), 1 when every
+    answer is captured at once (at most 7 nodes), else -1 (a reading is needed).
+    Meant for readings of at least 3 frames and 8 nodes."""
+    def after(bd, ch, mover, m):
+        row = jax.tree.map(lambda x: x[0], analyse(size, bd, ch, mover, jnp.int32(-1), m[None],
+                                                   hashes=False))
+        bd2, ch2, _, _ = place(size, bd, ch, mover, m, row)
+        libs = chain_liberties(size, bd2, ch2)
+        return row.legal, bd2, ch2, libs, libs[ch2[prey].astype(jnp.int32)]
+
+    legal, bd1, ch1, libs1, prey_libs = after(board, chain, attacker, move)
+    atari = legal & (prey_libs == 1) & (board[prey] == -attacker)
+    options, count = ladder_lib.prey_options(size, bd1, ch1, libs1, prey, False)
+    ok, _, _, _, libs = jax.vmap(lambda m: after(bd1, ch1, -attacker, m))(options)
+    tried = jnp.arange(ladder_lib.MAX_OPTIONS) < count
+    caught = ~ok | (libs == 1)
+    escapes = jnp.any(tried & ~caught & (libs >= 3))
+    decided = jnp.where(jnp.all(~tried | caught), 1, -1)
+    return jnp.where(~atari | escapes, 0, decided).astype(jnp.int32)
+
+
+def ladders(size: int, p: Positions, legal: jax.Array, mode: str = "auto", limit: int = 8,
             pool: int | None = None, depth: int | None = None,
-            steps: int | None = None) -> jax.Array:
+            steps: int | None = None, map_batch: int | None = None) -> jax.Array:
     """bool[B, A]: the ladder plane of a batch of positions (``p`` and ``legal``
-    with a leading axis [B]). ``"vmap"``: ``go.ladder.ladder_moves`` of each
-    position; ``"pool"``: the same readings (the first ``limit`` candidate pairs
-    of each position), but only the batch's actual candidates are read, packed
-    into ``pool`` lanes (default ``B * limit``: every candidate, the same plane as
-    ``"vmap"``; a smaller pool leaves the candidates past it unread, no ladder)."""
+    with a leading axis [B]); the same plane whatever the mode (``go.features``'s:
+    the first ``limit`` candidate (move, prey) pairs of each position read by
+    ``go.ladder.read``).
+
+    ``"vmap"``: ``go.ladder.ladder_moves`` of each position, vmapped (the reader's
+    ``while_loop`` runs in lock-step until the batch's longest reading ends).
+    The others read only the batch's actual candidates, packed into ``pool``
+    lanes (default ``B * limit``, room for all; a smaller pool leaves those past
+    it unread, no ladder), first deciding what ``first_plies`` decides for all of
+    them at once; the rest are read in lock-step (``"pool"``, for an
+    accelerator) or one after another (``"map"``, ``lax.map`` in chunks of
+    ``map_batch``: on a CPU each reading then costs its own nodes only).
+    ``"auto"``: ``"map"`` on a CPU, else ``"pool"``."""
     b, a = legal.shape
     me = jax.vmap(stone)(p.to_play)
+    if mode == "auto":
+        mode = "map" if jax.default_backend() == "cpu" else "pool"
     if mode == "vmap":
         return jax.vmap(lambda bd, ch, m, lg: ladder_lib.ladder_moves(
             size, bd, ch, m, lg, limit, depth, steps))(p.board, p.chain, me, legal)
@@ -327,15 +363,31 @@ def ladders(size: int, p: Positions, legal: jax.Array, mode: str = "pool", limit
     slot = jnp.minimum(slot, b * limit - 1)
     who = slot // limit
     move, prey = moves.reshape(-1)[slot], preys.reshape(-1)[slot]
+    frames = ladder_lib.default_depth(size) if depth is None else depth
+    nodes = ladder_lib.default_steps(size) if steps is None else steps
+    if frames >= 3 and nodes >= 8:
+        quick = jax.vmap(lambda w, m, q: first_plies(size, p.board[w], p.chain[w], me[w], m, q,
+                                                     frames))(who, move, prey)
+    else:
+        quick = jnp.full(pool, -1, jnp.int32)
+    deep = used & (quick < 0)
+    # the readings left, packed to the front (the pool's order otherwise kept)
+    order = jnp.argsort(~deep, stable=True)
 
     def read(w, m, q, on):
         return ladder_lib.read(size, p.board[w], p.chain[w], me[w], m, q, depth, steps, on)
 
-    works = jax.vmap(read)(who, move, prey, used) & used
+    args = (who[order], move[order], prey[order], deep[order])
+    if mode == "map":
+        read_ = jax.lax.map(lambda x: read(*x), args, batch_size=map_batch)
+    else:
+        read_ = jax.vmap(read)(*args)
+    works = jnp.zeros(pool, bool).at[order].set(read_)
+    works = used & jnp.where(deep, works, quick == 1)
     return jnp.zeros((b, a), bool).at[who, move].max(works)
 
 
-def planes(size: int, p: Positions, ranks: int = RANKS, ladder: str = "pool",
+def planes(size: int, p: Positions, ranks: int = RANKS, ladder: str = "auto",
            ladder_limit: int = 8, ladder_pool: int | None = None,
            ladder_depth: int | None = None, ladder_steps: int | None = None,
            dtype=jnp.float32) -> jax.Array:
@@ -449,7 +501,7 @@ def random_store(size: int, games: int, plies: int, seed: int = 0, pass_p: float
 
 @functools.cache
 def sampler(length: int, size: int = 19, batch_size: int = 128, per_game: int = 1,
-            ranks: int = 0, symmetries: bool = True, dtype=jnp.float32, ladder: str = "pool",
+            ranks: int = 0, symmetries: bool = True, dtype=jnp.float32, ladder: str = "auto",
             ladder_limit: int = 8, ladder_pool: int | None = None):
     """``jax.jit(sample_batch)`` with these static settings: ``fn(key, store)``."""
     return jax.jit(functools.partial(
