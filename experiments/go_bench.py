@@ -230,8 +230,9 @@ def main(argv=None):
                         "beside the host path of go.dataset")
     p.add_argument("--replay-batch", type=int, default=128, help="examples per --replay batch")
     p.add_argument("--per-game", default="1,16", help="--replay: examples per replayed game")
-    p.add_argument("--ladders", default="none,pool",
-                   help="--replay: ladder modes (none, pool, vmap)")
+    p.add_argument("--ladders", default="none,auto",
+                   help="--replay: ladder modes (go.replay.LADDER_MODES: auto, map, pool, "
+                        "vmap, none)")
     p.add_argument("--host-positions", type=int, default=32,
                    help="--replay: positions of the host path's row (0: no host row)")
     p.add_argument("--json", action="store_true")
@@ -244,6 +245,21 @@ def main(argv=None):
     for name in ("plies", "repeats"):
         if getattr(args, name) < 1:
             p.error(f"--{name} must be >= 1, got {getattr(args, name)}")
+    if args.replay:
+        try:
+            per_game = [int(x) for x in args.per_game.split(",")]
+        except ValueError:
+            p.error(f"--per-game must be comma-separated integers, got {args.per_game!r}")
+        if args.replay_batch < 1 or any(k < 1 or args.replay_batch % k for k in per_game):
+            p.error(f"--per-game values must divide --replay-batch {args.replay_batch}, "
+                    f"got {args.per_game!r}")
+        from agz_jax.go.replay import LADDER_MODES  # noqa: PLC0415
+
+        bad = set(args.ladders.split(",")) - set(LADDER_MODES)
+        if bad:
+            p.error(f"--ladders: unknown mode(s) {sorted(bad)}; choose from {LADDER_MODES}")
+        if args.host_positions < 0:
+            p.error(f"--host-positions must be >= 0, got {args.host_positions}")
     if args.pgx and importlib.util.find_spec("pgx") is None:
         p.error("--pgx needs the pgx package: .venv/bin/pip install pgx (or leave --pgx out)")
     say = functools.partial(print, file=sys.stderr if args.json else sys.stdout, flush=True)

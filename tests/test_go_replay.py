@@ -6,6 +6,7 @@ passes; the sampler's draws, targets, symmetries and fixed shapes."""
 from __future__ import annotations
 
 import functools
+import json
 
 import jax
 import jax.numpy as jnp
@@ -184,3 +185,14 @@ def test_first_plies_agree_with_the_reader():
     decided = valid & (quick >= 0)
     np.testing.assert_array_equal(quick[decided], full[decided].astype(np.int32))
     assert set(quick[valid]) == {-1, 0, 1} and full[decided].any()
+
+
+def test_bench_replay_rows(capsys):
+    from experiments import go_bench
+
+    assert go_bench.main(["--sizes", "5", "--games", "2", "--plies", "2", "--repeats", "1",
+                          "--replay", "--replay-batch", "8", "--per-game", "4",
+                          "--ladders", "none", "--host-positions", "0", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert [r["impl"] for r in rows][-1] == "go.replay per_game=4 ladder=none"
+    assert rows[-1]["positions_per_s"] > 0

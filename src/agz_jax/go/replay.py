@@ -154,7 +154,7 @@ def game_moves(s: Store, games: jax.Array, length: int) -> jax.Array:
                      -1).astype(jnp.int32)
 
 
-def replay(rules: Rules, actions: jax.Array, setup: jax.Array | None = None):
+def replay(rules: Rules, actions: jax.Array, setup: jax.Array | None = None, unroll: int = 1):
     """(State before each ply, stacked [T, G]; hash uint32[T, G, 2]) of the games
     ``actions`` int32[G, T] (-1 after the end), played from ``setup`` int8[G, A]
     (None: the empty board) with black first and colours alternating. A game
@@ -177,7 +177,7 @@ def replay(rules: Rules, actions: jax.Array, setup: jax.Array | None = None):
     def ply(states, acts):
         return jax.vmap(one)(states, acts), states
 
-    _, before = jax.lax.scan(ply, init, actions.T)
+    _, before = jax.lax.scan(ply, init, actions.T, unroll=unroll)
     return before, before.hash
 
 
