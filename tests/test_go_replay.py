@@ -196,3 +196,21 @@ def test_bench_replay_rows(capsys):
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [r["impl"] for r in rows][-1] == "go.replay per_game=4 ladder=none"
     assert rows[-1]["positions_per_s"] > 0
+
+
+def test_lean_step_replays_as_rules_step():
+    size = 9
+    games = random_games(size, 8, 110, seed=1)
+    moves = np.concatenate(games)
+    offsets = np.concatenate([[0], np.cumsum([len(g) for g in games])])
+    s = RP.store(moves, offsets, size=size)
+    actions = RP.game_moves(s, jnp.arange(8), RP.longest(offsets))
+    fn = jax.jit(RP.replay, static_argnums=(0,), static_argnames="step")
+    lean, lean_hash = fn(RP.replay_rules(size), actions, step="lean")
+    full, full_hash = fn(RP.replay_rules(size), actions, step="rules")
+    for name in ("board", "chain", "to_play", "ko", "num_moves", "last_action", "played_at"):
+        np.testing.assert_array_equal(getattr(lean, name), getattr(full, name), err_msg=name)
+    np.testing.assert_array_equal(lean_hash, full_hash)
+    assert not np.asarray(full.illegal).any()
+    with pytest.raises(ValueError):
+        RP.replay(RP.replay_rules(size), actions, step="fast")

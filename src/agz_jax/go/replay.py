@@ -48,6 +48,8 @@ from agz_jax import symmetry
 from agz_jax.go import ladder as ladder_lib
 from agz_jax.go.board import (
     EMPTY_SLOT,
+    OFF_BOARD,
+    Move,
     analyse,
     chain_liberties,
     distinct,
@@ -56,6 +58,7 @@ from agz_jax.go.board import (
     padded,
     place,
     stone,
+    zobrist_table,
 )
 from agz_jax.go.features import RANKS, bucket, rank_planes
 from agz_jax.go.rules import Rules, State
@@ -154,11 +157,61 @@ def game_moves(s: Store, games: jax.Array, length: int) -> jax.Array:
                      -1).astype(jnp.int32)
 
 
-def replay(rules: Rules, actions: jax.Array, setup: jax.Array | None = None, unroll: int = 1):
+def lean_step(rules: Rules, state: State, action: jax.Array) -> State:
+    """``rules.step`` of a move known to be legal (a stored game's), for what the
+    planes read: ``board``, ``chain``, ``to_play``, ``ko``, ``num_moves``,
+    ``last_action``, ``played_at`` and ``hash`` (the other fields are left as
+    they are); action -1 changes nothing. The same ``board.place``, but no
+    legality check and no scatter: the liberties of the (at most 4) neighbour
+    chains by comparison with every point's neighbours, the captured stones'
+    hash by a masked sum."""
+    size, a = rules.size, rules.num_points
+    action = jnp.asarray(action, jnp.int32)
+    valid = action >= 0
+    put = valid & (action < a)
+    point = jnp.clip(action, 0, a - 1)
+    me = stone(state.to_play)
+    table = jnp.asarray(neighbour_table(size))
+    chain32 = padded(state.chain.astype(jnp.int32), a)
+    nbr = table[point]
+    ids = chain32[nbr]
+    colour = padded(state.board, OFF_BOARD)[nbr]
+    first = distinct(ids)
+    touch = jnp.any(chain32[table][:, :, None] == ids, axis=1) & (state.board == 0)[:, None]
+    libs = jnp.sum(touch, axis=0)
+    friend = (colour == me) & first
+    capture = (colour == -me) & (libs == 1) & first
+    placed = place(size, state.board, state.chain, me, point,
+                   Move(nbr, ids, friend, capture, jnp.bool_(True), state.hash))
+    z = jnp.asarray(zobrist_table(size))
+    words = z[jnp.arange(a), (state.board < 0).astype(jnp.int32)]  # [A, 2]
+    lost = jnp.sum(jnp.where(placed.captured[:, None], words, 0), axis=0, dtype=jnp.uint32)
+    new_hash = state.hash + z[point, (me < 0).astype(jnp.int32)] - lost
+    played_at = jnp.where(placed.captured, -1, state.played_at).at[point].set(
+        state.num_moves.astype(jnp.int16))
+    return state._replace(
+        board=jnp.where(put, placed.board, state.board),
+        chain=jnp.where(put, placed.chain, state.chain),
+        to_play=jnp.where(valid, 1 - state.to_play, state.to_play),
+        ko=jnp.where(valid, jnp.where(put, placed.ko, -1), state.ko),
+        num_moves=state.num_moves + valid.astype(jnp.int32),
+        last_action=jnp.where(valid, action, state.last_action),
+        played_at=jnp.where(put, played_at, state.played_at),
+        hash=jnp.where(put, new_hash, state.hash))
+
+
+def replay(rules: Rules, actions: jax.Array, setup: jax.Array | None = None,
+           step: str = "lean"):
     """(State before each ply, stacked [T, G]; hash uint32[T, G, 2]) of the games
     ``actions`` int32[G, T] (-1 after the end), played from ``setup`` int8[G, A]
-    (None: the empty board) with black first and colours alternating. A game
-    goes on after two passes (as ``go.sgf``'s replay). ``seen`` is not kept."""
+    (None: the empty board) with black first and colours alternating. ``step``:
+    ``"rules"`` plays each move through ``rules.step`` (an illegal one sets
+    ``illegal`` and is not played; a game goes on after two passes, as
+    ``go.sgf``'s replay), ``"lean"`` through ``lean_step`` (the stored games
+    are legal: the fields the planes read, the same values, faster). ``seen``
+    is not kept."""
+    if step not in ("lean", "rules"):
+        raise ValueError(f"step must be 'lean' or 'rules', got {step!r}")
     g = actions.shape[0]
     if setup is None:
         init = jax.vmap(lambda _: rules.init())(jnp.arange(g))
@@ -174,10 +227,12 @@ def replay(rules: Rules, actions: jax.Array, setup: jax.Array | None = None, unr
         nxt = rules.step(state, jnp.maximum(action, 0))
         return jax.tree.map(lambda a, b: jnp.where(valid, a, b), nxt, state)
 
+    one = one if step == "rules" else functools.partial(lean_step, rules)
+
     def ply(states, acts):
         return jax.vmap(one)(states, acts), states
 
-    _, before = jax.lax.scan(ply, init, actions.T, unroll=unroll)
+    _, before = jax.lax.scan(ply, init, actions.T)
     return before, before.hash
 
 
@@ -247,17 +302,18 @@ def after_move(size: int, board, chain, me, ko) -> tuple[jax.Array, jax.Array, j
     own, around = (jnp.asarray(t) for t in _bit_tables(size))
     nbr = jnp.asarray(neighbour_table(size))
     chain32 = chain.astype(jnp.int32)
-    ids = padded(chain32, a)[nbr]  # [A, 4]; A: no chain
+    chain32 = jnp.where(chain32 >= 0, chain32, a)
+    ids = padded(chain32, a)[nbr]  # [A, 4]; A: no chain (empty, off the board)
     # stones[c]: chain c's points; near[c]: the points next to chain c (each
     # (chain, point) pair added once, so the adds are ORs)
-    stones = jnp.zeros((a + 1, own.shape[1]), jnp.uint32).at[
-        jnp.where(chain32 >= 0, chain32, a)].add(own)
+    stones = jnp.zeros((a + 1, own.shape[1]), jnp.uint32).at[chain32].add(own).at[a].set(0)
     first = distinct(ids) & (ids < a)
     near = jnp.zeros((a + 1, own.shape[1]), jnp.uint32).at[ids].add(
         jnp.where(first[..., None], own[:, None, :], 0))
     move = analyse(size, board, chain, me, ko, jnp.arange(a), hashes=False)
-    reach = around | _or4(jnp.where(move.friend[..., None], near[ids], 0))
-    taken = _or4(jnp.where(move.capture[..., None], stones[ids], 0))
+    # row A of both tables is empty: the neighbours that are not merged or taken
+    reach = around | _or4(near[jnp.where(move.friend, ids, a)])
+    taken = _or4(stones[jnp.where(move.capture, ids, a)])
     free = pack(board == 0)
     libs = popcount(reach & (free | taken) & ~own)
     return libs, popcount(taken), move.legal
