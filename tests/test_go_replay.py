@@ -26,6 +26,14 @@ def random_games(size: int, games: int, plies: int, seed: int) -> tuple:
     return tuple(moves[a:b] for a, b in zip(offsets[:-1], offsets[1:], strict=True))
 
 
+def nine():
+    """(games, moves, offsets, Store) of the 9x9 random games the tests share."""
+    games = random_games(9, 8, 110, seed=1)
+    moves = np.concatenate(games)
+    offsets = np.concatenate([[0], np.cumsum([len(g) for g in games])])
+    return games, moves, offsets, RP.store(moves, offsets, size=9)
+
+
 def host_states(size: int, games) -> tuple:
     """(the States before every ply of every game, concatenated; game; ply)."""
     rules = sgf.replay_rules(size)
@@ -97,9 +105,7 @@ def test_store_counts_examples_not_passes():
 
 
 def test_draw_is_uniform_over_examples():
-    games = random_games(9, 8, 110, seed=1)
-    moves = np.concatenate(games)
-    s = RP.store(moves, np.concatenate([[0], np.cumsum([len(g) for g in games])]), size=9)
+    games, moves, _, s = nine()
     game, ply = jax.jit(RP.draw, static_argnums=(2, 3))(jax.random.PRNGKey(0), s, 4000, 8)
     flat = np.asarray(s.offsets)[np.asarray(game)][:, None] + np.asarray(ply)
     assert (moves[flat] < 81).all()  # never a pass
@@ -115,10 +121,7 @@ def test_draw_is_uniform_over_examples():
 
 def test_sample_batch_jit_shapes_targets_and_symmetries():
     size = 9
-    games = random_games(size, 8, 110, seed=1)
-    moves = np.concatenate(games)
-    offsets = np.concatenate([[0], np.cumsum([len(g) for g in games])])
-    s = RP.store(moves, offsets, size=size)
+    games, moves, offsets, s = nine()
     length = RP.longest(offsets)
     traces = []
 
@@ -155,10 +158,7 @@ def test_first_plies_agree_with_the_reader():
     from agz_jax.go import ladder
 
     size = 9
-    games = random_games(size, 8, 110, seed=1)
-    moves = np.concatenate(games)
-    offsets = np.concatenate([[0], np.cumsum([len(g) for g in games])])
-    s = RP.store(moves, offsets, size=size)
+    games, moves, offsets, s = nine()
 
     @jax.jit
     def pairs(key):
@@ -200,10 +200,7 @@ def test_bench_replay_rows(capsys):
 
 def test_lean_step_replays_as_rules_step():
     size = 9
-    games = random_games(size, 8, 110, seed=1)
-    moves = np.concatenate(games)
-    offsets = np.concatenate([[0], np.cumsum([len(g) for g in games])])
-    s = RP.store(moves, offsets, size=size)
+    games, moves, offsets, s = nine()
     actions = RP.game_moves(s, jnp.arange(8), RP.longest(offsets))
     fn = jax.jit(RP.replay, static_argnums=(0,), static_argnames="step")
     lean, lean_hash = fn(RP.replay_rules(size), actions, step="lean")
