@@ -573,7 +573,7 @@ def test_to_text():
         (dict(size=4), "size"),
         (dict(size=20), "size"),
         (dict(size=15.0), "size"),
-        (dict(rule="renju"), "rule"),
+        (dict(rule="caro"), "rule"),
         (dict(rule="Freestyle"), "rule"),
     ],
 )

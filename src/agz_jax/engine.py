@@ -160,9 +160,9 @@ class _EitherRule(Rules):
     exact: object = None
 
     # The rule enters Rules only through these two methods.
-    def _makes_five(self, same):
-        standard = Rules(self.size, "standard")._makes_five(same)
-        freestyle = Rules(self.size, "freestyle")._makes_five(same)
+    def _makes_five(self, same, me):
+        standard = Rules(self.size, "standard")._makes_five(same, me)
+        freestyle = Rules(self.size, "freestyle")._makes_five(same, me)
         return jnp.where(self.exact, standard, freestyle)
 
     def window_five_count(self, vals, me):

@@ -10,6 +10,10 @@ can be closed over by ``jax.jit`` and every per-game function lifted with
 Rules:
   * ``freestyle`` (the AlphaGomoku paper's rule): five *or more* in a row wins.
   * ``standard``: *exactly* five wins; a line of six or more does not.
+  * ``renju``: white wins with five or more, black only with exactly five, and
+    black may not play a double three, a double four or an overline
+    (``agz_jax.renju``): ``legal_mask`` leaves those points out, and ``step``
+    refuses them like an occupied point.
 
 A win is looked for only on the four lines through the last move, using a
 precomputed neighbour table (pgx-style), so ``step`` costs O(1) in the board
@@ -28,7 +32,7 @@ import numpy as np
 
 BLACK = 0
 WHITE = 1
-RULES = ("freestyle", "standard")
+RULES = ("freestyle", "standard", "renju")
 MIN_SIZE, MAX_SIZE = 5, 19
 
 # Row/column steps of the four line directions: horizontal, vertical, diagonal,
@@ -154,10 +158,13 @@ def five_count_table(rule: str) -> np.ndarray:
     centre reach it and make a five (``rule``: at least five for freestyle,
     exactly five for standard; a run is read inside the window, so one that
     fills it to an end is at least 6 long)? Indices where a point is both the
-    stone's and empty never occur.
+    stone's and empty never occur. Renju has no table of its own: it reads
+    black's lines with the standard table and white's with the freestyle one.
     """
     if rule not in RULES:
         raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    if rule == "renju":
+        raise ValueError("renju reads black with the 'standard' table and white with 'freestyle'")
     index = np.arange(1 << 18)
     own = np.ones((len(index), 11), bool)
     own[:, _WINDOW_OTHERS] = (index[:, None] >> np.arange(10)) & 1
@@ -210,8 +217,26 @@ class Rules:
         )
 
     def legal_mask(self, state: State) -> jax.Array:
-        """bool[A]: empty points; all False once the game is over."""
-        return (state.board == 0) & ~state.done
+        """bool[A]: empty points (under renju, not black's forbidden ones when
+        black is to move); all False once the game is over."""
+        legal = (state.board == 0) & ~state.done
+        if self.rule == "renju":
+            from agz_jax import renju
+            legal &= ~((state.to_play == BLACK) & renju.forbidden(state.board))
+        return legal
+
+    def forbidden(self, board: jax.Array) -> jax.Array:
+        """bool[A]: the empty points black may not play (none but under renju)."""
+        if self.rule != "renju":
+            return jnp.zeros(board.shape, bool)
+        from agz_jax import renju
+        return renju.forbidden(board)
+
+    def _exact_for(self, me: jax.Array) -> jax.Array | bool:
+        """Does a stone ``me`` (+1/-1) win only with exactly five?"""
+        if self.rule == "renju":
+            return jnp.asarray(me) == 1
+        return self.rule == "standard"
 
     def is_win(self, board: jax.Array, action: jax.Array) -> jax.Array:
         """bool[]: does the stone on ``action`` make a winning line (per the rule)?
@@ -221,15 +246,15 @@ class Rules:
         table = jnp.asarray(_line_table(self.size))
         padded = jnp.concatenate([board, jnp.zeros(1, board.dtype)])
         me = board[action]
-        return (me != 0) & self._makes_five(padded[table[action]] == me)
+        return (me != 0) & self._makes_five(padded[table[action]] == me, me)
 
-    def _makes_five(self, same: jax.Array) -> jax.Array:
-        """bool[...]: a stone whose neighbours ``same`` bool[..., 4, 2, 5] (on
-        each line, each side, nearest first: the same colour?) makes a winning
-        line, per the rule."""
+    def _makes_five(self, same: jax.Array, me: jax.Array) -> jax.Array:
+        """bool[...]: a stone ``me`` whose neighbours ``same`` bool[..., 4, 2, 5]
+        (on each line, each side, nearest first: the same colour?) makes a
+        winning line, per the rule."""
         run = jnp.cumprod(same.astype(jnp.int32), axis=-1).sum(-1)  # [..., 4, 2]
         length = 1 + run.sum(-1)  # [..., 4]; exact up to 11
-        hit = length >= 5 if self.rule == "freestyle" else length == 5
+        hit = jnp.where(self._exact_for(me), length == 5, length >= 5)
         return jnp.any(hit, axis=-1)
 
     def five_points(self, board: jax.Array, me: jax.Array) -> jax.Array:
@@ -237,7 +262,7 @@ class Rules:
         winning line (per the rule); ``is_win`` for every point at once."""
         table = jnp.asarray(_line_table(self.size))
         padded = jnp.concatenate([board, jnp.zeros(1, board.dtype)])
-        return (board == 0) & self._makes_five(padded[table] == me)
+        return (board == 0) & self._makes_five(padded[table] == me, me)
 
     def new_five_points(self, board: jax.Array, me: jax.Array) -> jax.Array:
         """int32[A]: how many five points (``five_points``) a stone ``me`` on
@@ -272,20 +297,26 @@ class Rules:
         empty = (vals[..., _WINDOW_OFFSETS] == 0).astype(jnp.int32)  # [..., 8]
         index = (jnp.sum(own * jnp.asarray(1 << np.arange(10), jnp.int32), axis=-1)
                  + jnp.sum(empty * jnp.asarray(1 << np.arange(10, 18), jnp.int32), axis=-1))
-        table = jnp.asarray(five_count_table(self.rule))
-        return table[index].astype(jnp.int32)
+        if self.rule != "renju":
+            return jnp.asarray(five_count_table(self.rule))[index].astype(jnp.int32)
+        exact = jnp.asarray(five_count_table("standard"))[index]
+        more = jnp.asarray(five_count_table("freestyle"))[index]
+        return jnp.where(self._exact_for(me), exact, more).astype(jnp.int32)
 
     def step(self, state: State, action: jax.Array) -> State:
         """Place a stone of the side to move on ``action``.
 
         A finished game is returned unchanged. An occupied or off-board action
-        leaves the game unchanged and sets ``illegal``; the legal mask makes it
-        unreachable in normal play.
+        (or, under renju, a forbidden one of black's) leaves the game unchanged
+        and sets ``illegal``; the legal mask makes it unreachable in normal play.
         """
         action = jnp.asarray(action, jnp.int32)
         in_board = (action >= 0) & (action < self.num_actions)
         safe = jnp.clip(action, 0, self.num_actions - 1)
         ok = in_board & (state.board[safe] == 0)
+        if self.rule == "renju":
+            from agz_jax import renju
+            ok &= ~((state.to_play == BLACK) & renju.forbidden_at(state.board, safe))
         play = ok & ~state.done
         board = jnp.where(play, state.board.at[safe].set(stone(state.to_play)), state.board)
         won = play & self.is_win(board, safe)

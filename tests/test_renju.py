@@ -1,0 +1,244 @@
+"""Renju: black's forbidden moves (``agz_jax.renju``) and the renju rule of
+``gomoku.Rules``, against textbook cases and an independent referee (the PyPI
+package ``renju``, a port of the Piskvork judge)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from agz_jax import renju, renju_check
+from agz_jax.gomoku import BLACK, WHITE, Rules
+
+SIZE = 15
+FORBIDDEN = jax.jit(renju.forbidden, static_argnums=(1, 2, 3))
+FOUL = jax.jit(renju.foul, static_argnums=2)
+FORBIDDEN_AT = jax.jit(renju.forbidden_at, static_argnums=2)
+
+# Each diagram is laid from (3, 3); ``*`` is the point black would play.
+TEXTBOOK = {
+    "two open threes crossing: double three": ("""
+        . . . . . . .
+        . . . . . . .
+        . . X X * . .
+        . . . . X . .
+        . . . . X . .""", "double three"),
+    "a four and a three: allowed": ("""
+        . . . . . . .
+        . X X X * . .
+        . . . . X . .
+        . . . . X . .""", "none"),
+    "two fours crossing: double four": ("""
+        . . . . . . .
+        X X X * . . .
+        . . . X . . .
+        . . . X . . .
+        . . . X . . .""", "double four"),
+    "two fours on one line (X.XXX.X): double four": ("""
+        . . . . . . . . .
+        . X . X * X . X .""", "double four"),
+    "six in a row: overline": ("""
+        . . . . . . . . .
+        . X X * X X X . .""", "overline"),
+    "exactly five wins over a double four": ("""
+        . . . . . . . .
+        X X X X * . . .
+        . . . . X . . .
+        . . . . X . . .
+        . . . . X . . .""", "none"),
+    "exactly five wins over an overline": ("""
+        . . . . . . . . . .
+        X X X X * . . . . .
+        . . . . X . . . . .
+        . . . . X . . . . .
+        . . . . X . . . . .
+        . . . . X . . . . .
+        . . . . X . . . . .""", "none"),
+    "a three closed by white is no three: allowed": ("""
+        . . . . . . .
+        O X X * . . .
+        . . . X . . .
+        . . . X . . .""", "none"),
+    "split threes count: double three": ("""
+        . . . . . . . .
+        . X . X * . . .
+        . . . . X . . .
+        . . . . X . . .""", "double three"),
+    "a false three (its straight-four point is an overline): allowed": ("""
+        . . . . . . . . .
+        . . . . . . . . .
+        . X X * . . . . .
+        . . . X . . . . .
+        . . . X . . . . .
+        . . . . . . . . .
+        . . . X . . . . .
+        . . . X . . . . .""", "none"),
+    "a three with white two points away still counts: double three": ("""
+        . . . . . . . .
+        . X X * . O . .
+        . . . X . . . .
+        . . . X . . . .""", "double three"),
+}
+
+# Found by ``renju_check.line_boards`` (seed 7) and confirmed by the referee:
+# (black stones, white stones, point, verdict, the depth that first reads it right).
+RECURSIVE = {
+    "a three whose straight-four point is a false double three counts": (
+        [52, 67, 79, 97, 111, 112, 122, 124, 125, 128, 131, 141, 143, 155, 175, 207],
+        [152, 171, 222], 110, True, 2),
+    "three levels of false threes": (
+        [56, 78, 81, 84, 94, 111, 112, 124, 125, 128, 129, 142, 174, 196, 201],
+        [42, 64, 199], 83, False, 3),
+}
+
+
+def diagram(text: str) -> tuple[np.ndarray, int]:
+    board = np.zeros((SIZE, SIZE), np.int8)
+    point = None
+    for i, row in enumerate(text.strip("\n").split("\n")):
+        for j, ch in enumerate(row.split()):
+            if ch == "X":
+                board[3 + i, 3 + j] = 1
+            elif ch == "O":
+                board[3 + i, 3 + j] = -1
+            elif ch == "*":
+                point = (3 + i) * SIZE + 3 + j
+    return board.reshape(-1), point
+
+
+def stones(black, white) -> np.ndarray:
+    board = np.zeros(SIZE * SIZE, np.int8)
+    board[black], board[white] = 1, -1
+    return board
+
+
+def referee_says(board: np.ndarray, p: int) -> str:
+    get_foul_type = renju_check.referee()
+    grid = np.where(board == 1, 1, np.where(board == -1, 2, 0)).reshape(SIZE, SIZE).tolist()
+    return renju.FOULS[get_foul_type(grid, *divmod(p, SIZE))]
+
+
+@pytest.mark.parametrize("name", TEXTBOOK)
+def test_textbook_cases(name):
+    board, p = diagram(TEXTBOOK[name][0])
+    expected = TEXTBOOK[name][1]
+    assert renju.FOULS[int(FOUL(jnp.asarray(board), p))] == expected
+    assert bool(FORBIDDEN(jnp.asarray(board))[p]) == (expected != "none")
+    assert referee_says(board, p) == expected
+
+
+@pytest.mark.parametrize("name", RECURSIVE)
+def test_recursive_double_threes(name):
+    black, white, p, verdict, depth = RECURSIVE[name]
+    board = jnp.asarray(stones(black, white))
+    assert bool(FORBIDDEN(board, depth, 32)[p]) == verdict
+    assert bool(FORBIDDEN_AT(board, p, 4)) == verdict
+    assert bool(FORBIDDEN(board, depth - 1, 32)[p]) != verdict
+    assert (referee_says(np.asarray(board), p) != "none") == verdict
+
+
+def test_line_table_against_a_plain_reading():
+    """Spot-check the table against a run-by-run reading of a few windows."""
+    table = renju.line_table()
+    rng = np.random.default_rng(0)
+    for index in rng.integers(0, 3 ** 10, 300):
+        line = np.ones(11, np.int8)
+        line[renju.OTHERS] = (index // 3 ** np.arange(10)) % 3
+
+        def run(cells):
+            n, k = 1, 6
+            while k < 11 and cells[k] == 1:
+                n, k = n + 1, k + 1
+            k = 4
+            while k >= 0 and cells[k] == 1:
+                n, k = n + 1, k - 1
+            return n
+
+        assert table["five"][index] == (run(line) == 5)
+        assert table["over"][index] == (run(line) >= 6)
+        fives = [k for k in range(1, 10) if k != 5 and line[k] == 0
+                 and run(np.where(np.arange(11) == k, 1, line)) == 5
+                 and run(np.where(np.arange(11) == k, 1, line)) > run(line)]
+        straight = any(b - a == 5 for a in fives for b in fives)
+        assert table["fours"][index] == len(fives) - straight
+
+
+@pytest.mark.parametrize("generator", renju_check.GENERATORS)
+def test_agrees_with_the_referee_on_a_fixed_sample(generator):
+    """Read as the referee reads (``judge``) and deep enough, every point agrees;
+    with the rule text, the only differences are the referee's known one."""
+    boards = list(renju_check.boards(generator, seed=3, count=40))
+    judged = renju_check.compare(boards, depth=3, candidates=32, judge=True)
+    assert judged.points > 1000 and judged.disagreements == [], judged.as_dict()
+    ours = renju_check.compare(boards, depth=3, candidates=32).as_dict()
+    assert ours["unexplained"] == 0, ours
+    assert all(not d["ours"] or d["referee"] == "none"  # the rule text forbids more
+               for d in renju_check.compare(boards, depth=3, candidates=32).disagreements)
+
+
+def test_the_search_depth_errs_only_towards_forbidding():
+    """At the default (even) depth a point the mask allows is always allowed:
+    black never plays a forbidden move, it may pass over a rare legal one."""
+    boards = jnp.asarray(np.stack(list(renju_check.boards("dense_boards", seed=4, count=60))))
+    default = jax.jit(jax.vmap(renju.forbidden))(boards)
+    deep = jax.jit(jax.vmap(lambda b: renju.forbidden(b, 3, 64)))(boards)
+    assert not bool(jnp.any(deep & ~default))
+
+
+RULES = Rules(SIZE, "renju")
+LEGAL = jax.jit(RULES.legal_mask)
+STEP = jax.jit(RULES.step)
+
+
+def test_the_legal_mask_leaves_out_black_forbidden_points_only():
+    board, p = diagram(TEXTBOOK["two open threes crossing: double three"][0])
+    state = RULES.init()._replace(board=jnp.asarray(board), num_moves=jnp.int32(5))
+    assert not bool(LEGAL(state)[p])
+    assert bool(LEGAL(state._replace(to_play=jnp.int32(WHITE)))[p])
+    assert bool(Rules(SIZE, "freestyle").legal_mask(state)[p])
+    after = STEP(state, p)
+    assert bool(after.illegal) and int(after.board[p]) == 0 and int(after.to_play) == BLACK
+
+
+def test_black_wins_only_with_exactly_five_and_white_with_more():
+    row = [7 * SIZE + c for c in range(2, 8)]
+    black = stones(row[:2] + row[3:], [])  # XX.XXX: black's six would be an overline
+    state = RULES.init()._replace(board=jnp.asarray(black))
+    assert not bool(RULES.five_points(jnp.asarray(black), jnp.int8(1))[row[2]])
+    assert bool(FORBIDDEN(jnp.asarray(black))[row[2]])
+    white = -black
+    assert bool(RULES.five_points(jnp.asarray(white), jnp.int8(-1))[row[2]])
+    won = STEP(state._replace(board=jnp.asarray(white), to_play=jnp.int32(WHITE)), row[2])
+    assert int(won.winner) == WHITE
+    five = stones(row[1:5], [])
+    won = STEP(RULES.init()._replace(board=jnp.asarray(five)), row[5])
+    assert int(won.winner) == BLACK
+    counts = RULES.new_five_points(jnp.asarray(five), jnp.int8(1))
+    assert int(counts[row[0]]) == 0  # black's XXXXX from row[0] would need row[5]: 6 with it
+
+
+def test_random_games_never_play_a_forbidden_point():
+    """Random play under the jitted, vmapped rules: black's moves are never
+    forbidden at the time, by the referee's own reading."""
+    def play(key):
+        def body(state, key):
+            legal = RULES.legal_mask(state)
+            logits = jnp.where(legal, 0.0, -jnp.inf)
+            a = jax.random.categorical(key, logits)
+            a = jnp.where(jnp.any(legal), a, 0)
+            return RULES.step(state, a), (state.board, a, state.to_play, jnp.any(legal))
+        _, out = jax.lax.scan(body, RULES.init(), jax.random.split(key, 60))
+        return out
+    boards, actions, to_play, any_legal = jax.jit(jax.vmap(play))(
+        jax.random.split(jax.random.PRNGKey(0), 4))
+    checked = 0
+    for g in range(4):
+        for t in range(60):
+            if int(to_play[g, t]) == BLACK and bool(any_legal[g, t]):
+                board = np.asarray(boards[g, t])
+                if board[int(actions[g, t])] == 0 and (board != 0).any():
+                    assert referee_says(board, int(actions[g, t])) == "none"
+                    checked += 1
+    assert checked > 50
