@@ -34,13 +34,14 @@ def nine():
     return games, moves, offsets, RP.store(moves, offsets, size=9)
 
 
-def host_states(size: int, games) -> tuple:
-    """(the States before every ply of every game, concatenated; game; ply)."""
+def host_states(size: int, games, setup=None) -> tuple:
+    """(the States before every ply of every game, concatenated; game; ply),
+    from the empty board or the ``setup`` boards."""
     rules = sgf.replay_rules(size)
     states = []
-    for g in games:
-        out = sgf.replay(rules, np.zeros(size * size, np.int8),
-                         [(i % 2, int(a)) for i, a in enumerate(g)])
+    for k, g in enumerate(games):
+        board = np.zeros(size * size, np.int8) if setup is None else setup[k]
+        out = sgf.replay(rules, board, [(i % 2, int(a)) for i, a in enumerate(g)])
         assert not np.asarray(out.why)[:len(g)].any()
         n = len(g)
         states.append(jax.tree.map(lambda x, n=n: np.asarray(x)[:n], out.before))
@@ -211,3 +212,28 @@ def test_lean_step_replays_as_rules_step():
     assert not np.asarray(full.illegal).any()
     with pytest.raises(ValueError):
         RP.replay(RP.replay_rules(size), actions, step="fast")
+
+
+def test_setup_stones_and_ranks():
+    """Games from set-up boards (stones of unknown age) with the movers' ranks:
+    the planes of every position equal the host path's (``ranks=9``)."""
+    size, a = 9, 81
+    rng = np.random.default_rng(5)
+    setup = np.zeros((2, a), np.int8)
+    setup[:, [20, 24]], setup[:, [56, 60]] = 1, -1  # two black, two white stones
+    games = [rng.choice(np.setdiff1d(np.arange(a), [20, 24, 56, 60]), n, replace=False)
+             .astype(np.int16) for n in (7, 9)]
+    games[1][4] = a  # a pass
+    rank = np.array([[3, 5], [8, -1]])
+    s = RP.store(np.concatenate(games), [0, 7, 16], setup=setup, rank=rank)
+    assert s.setup.shape == (2, a)  # the size is read from the set-up boards
+    stacked, game, ply = host_states(size, games, setup)
+    stacked = stacked._replace(rank=rank[game, ply % 2])  # the mover's
+    keep = np.concatenate(games) < a
+    host = planes_of(sgf.replay_rules(size), jax.tree.map(lambda x: x[keep], stacked), 9,
+                     batch=32)
+    fn = jax.jit(functools.partial(RP.examples_at, RP.replay_rules(size), length=9, ranks=9,
+                                   ladder="map"))
+    x, _, _ = fn(s=s, game=jnp.asarray(game[keep]), ply=jnp.asarray(ply[keep])[:, None])
+    np.testing.assert_array_equal(np.asarray(x), host)
+    assert host[..., 27:].any() and host[..., 18].any()  # ranks, and stones of unknown age
