@@ -43,12 +43,15 @@ def main(argv=None) -> int:
     result, t0 = {}, time.time()
     for generator in renju_check.GENERATORS:
         boards = list(renju_check.boards(generator, args.seed, args.boards))
+        reports = {name: renju_check.Report() for name in readings}
+        for i in range(0, len(boards), args.chunk):
+            chunk = boards[i:i + args.chunk]
+            verdicts = renju_check.referee_verdicts(chunk)
+            for name, how in readings.items():
+                renju_check.compare(chunk, report=reports[name], verdicts=verdicts, **how)
         result[generator] = {}
-        for name, how in readings.items():
-            report = renju_check.Report()
-            for i in range(0, len(boards), args.chunk):
-                renju_check.compare(boards[i:i + args.chunk], report=report, **how)
-            summary = report.as_dict()
+        for name in readings:
+            summary = reports[name].as_dict()
             result[generator][name] = summary
             print(f"{generator:13s} {name:27s} boards {summary['boards']:6d} points "
                   f"{summary['points']:8d} forbidden {summary['forbidden']:6d} "

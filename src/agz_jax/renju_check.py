@@ -21,6 +21,7 @@ one of its lines (elsewhere black has nothing to make).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator
 
 import jax
@@ -28,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agz_jax import renju
-from agz_jax.gomoku import Rules, line_window_table, reach_table
+from agz_jax.gomoku import Rules, reach_table
 
 GENERATORS = ("random_games", "dense_boards", "line_boards")
 
@@ -171,9 +172,32 @@ def boards(generator: str, seed: int, count: int, size: int = 15) -> Iterator[np
             raise ValueError(f"generator must be one of {GENERATORS}, got {generator!r}")
 
 
+def referee_verdicts(boards_: list[np.ndarray], size: int = 15) -> list[dict[int, int]]:
+    """The referee's foul code of every point to read (``points_to_read``) of each board."""
+    get_foul_type = referee()
+    out = []
+    for board in boards_:
+        grid = np.where(board == 1, 1, np.where(board == -1, 2, 0)).reshape(size, size).tolist()
+        out.append({int(p): get_foul_type(grid, *divmod(int(p), size))
+                    for p in points_to_read(board, size)})
+    return out
+
+
+@functools.cache
+def _reader(depth: int, candidates: int, judge: bool):
+    return jax.jit(jax.vmap(lambda b: renju.forbidden(b, depth, candidates, judge)))
+
+
+@functools.cache
+def _black_fives(size: int):
+    rules = Rules(size, "renju")
+    return jax.jit(jax.vmap(lambda b: jnp.any(rules.five_points(b, jnp.int8(1)))))
+
+
 def compare(boards_: list[np.ndarray], size: int = 15, depth: int = renju.DEPTH,
             candidates: int = renju.CANDIDATES, judge: bool = False,
-            report: Report | None = None) -> Report:
+            report: Report | None = None,
+            verdicts: list[dict[int, int]] | None = None) -> Report:
     """Read every point of every board with both; disagreements are kept as
     (board as text, point, ours, the referee's, and ``explained``: the
     difference goes when we read as the referee does, ``renju.forbidden``'s
@@ -184,19 +208,15 @@ def compare(boards_: list[np.ndarray], size: int = 15, depth: int = renju.DEPTH,
     point is forbidden, and a five never is). At the top level such a point
     exists only when black already has a five to play.
     """
-    get_foul_type = referee()
+    verdicts = referee_verdicts(boards_, size) if verdicts is None else verdicts
     report = report or Report()
     stacked = jnp.asarray(np.stack(boards_))
-    ours, judged = (np.asarray(jax.jit(jax.vmap(
-        lambda b, j=j: renju.forbidden(b, depth, candidates, j)))(stacked))
-        for j in (judge, True))
-    fives = np.asarray(jax.jit(jax.vmap(
-        lambda b: jnp.any(Rules(size, "renju").five_points(b, jnp.int8(1)))))(stacked))
-    for board, mine, as_judge, five in zip(boards_, ours, judged, fives, strict=True):
-        grid = np.where(board == 1, 1, np.where(board == -1, 2, 0)).reshape(size, size).tolist()
+    ours, judged = (np.asarray(_reader(depth, candidates, j)(stacked)) for j in (judge, True))
+    fives = np.asarray(_black_fives(size)(stacked))
+    for board, mine, as_judge, five, theirs_at in zip(boards_, ours, judged, fives, verdicts,
+                                                       strict=True):
         report.boards += 1
-        for p in points_to_read(board, size):
-            theirs = get_foul_type(grid, *divmod(int(p), size))
+        for p, theirs in theirs_at.items():
             report.points += 1
             report.forbidden += bool(theirs)
             if theirs:
@@ -206,26 +226,12 @@ def compare(boards_: list[np.ndarray], size: int = 15, depth: int = renju.DEPTH,
                     board=to_text(board, size), point=int(p), ours=bool(mine[p]),
                     referee=renju.FOULS[theirs], explained=bool(theirs) == bool(as_judge[p]),
                     black_has_a_five=bool(five)))
-        extra = np.flatnonzero(mine & ~np.isin(np.arange(size * size), points_to_read(board, size)))
+        extra = np.flatnonzero(mine & ~np.isin(np.arange(size * size), list(theirs_at)))
         for p in extra:  # we forbid a point with no black stone near: always wrong
             report.disagreements.append(dict(board=to_text(board, size), point=int(p),
                                              ours=True, referee="none", explained=False,
                                              black_has_a_five=bool(five)))
     return report
-
-
-def completion_mask(board: np.ndarray, p: int) -> np.ndarray:
-    """bool[A]: the completion points of the threes a black stone on ``p`` makes."""
-    a = board.shape[-1]
-    windows = line_window_table(int(round(a ** 0.5)))
-    vals = np.concatenate([board, [2]])[windows[p]]
-    threes = np.asarray(renju.read_lines(jnp.asarray(vals))[3])
-    out = np.zeros(a + 1, bool)
-    for line in range(4):
-        for j, q in enumerate(renju.COMPLETIONS):
-            if threes[line] >> j & 1:
-                out[windows[p][line][q]] = True
-    return out[:a]
 
 
 def from_text(text: str) -> np.ndarray:
