@@ -62,6 +62,9 @@ def _own_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init-from", type=Path, default=None, metavar="MODEL",
                         help="start from these nets: a model name or directory, a run or "
                              "curriculum directory (any stage's output)")
+    parser.add_argument("--init-any-rule", action="store_true",
+                        help="with --init-from: the nets may have been trained under another "
+                             "winning rule (a freestyle net starting renju self-play, say)")
     parser.add_argument("--net-preset", default=None, metavar="NAME",
                         help=presets.NET_PRESET_HELP)
     parser.add_argument("--num-processes", default=None, metavar="N",
@@ -97,7 +100,10 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
             args.init_model = models.load(args.init_from)
         except models.ModelError as e:
             raise ConfigError(f"--init-from: {e}") from e
-        config.check_nets_fit(args.init_model.config, f"--init-from {args.init_from}",
+        theirs = args.init_model.config
+        if args.init_any_rule:  # the nets' shapes do not depend on the rule
+            theirs = theirs.replace(**{"game.rule": config.game.rule})
+        config.check_nets_fit(theirs, f"--init-from {args.init_from}",
                               model=str(args.init_from))
     from agz_jax import parallel
 

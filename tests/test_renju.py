@@ -242,3 +242,28 @@ def test_random_games_never_play_a_forbidden_point():
                     assert referee_says(board, int(actions[g, t])) == "none"
                     checked += 1
     assert checked > 50
+
+
+def test_a_threat_on_a_forbidden_point_is_no_threat():
+    """Black's only open-four point is a double four: under renju white need
+    not answer it, under freestyle it must."""
+    from agz_jax import tactics
+    at = lambda r, c: r * SIZE + c  # noqa: E731
+    black = [at(7, 4), at(7, 5), at(7, 6), at(4, 7), at(5, 7), at(6, 7)]
+    white = [at(7, 2), at(3, 7), at(0, 0)]
+    board = jnp.asarray(stones(black, white))
+    p = at(7, 7)
+    assert int(Rules(SIZE, "freestyle").new_five_points(board, jnp.int8(1))[p]) >= 2
+    assert bool(FORBIDDEN(board)[p])
+    state = RULES.init()._replace(board=board, to_play=jnp.int32(WHITE), num_moves=jnp.int32(9))
+    states = jax.tree.map(lambda x: x[None], state)
+    moves = {rule: np.asarray(jax.jit(lambda s, r=rule: tactics.search_moves(
+        Rules(SIZE, r), s, forced=True, answer_threats=True, answer_four_threes=True))(states))[0]
+        for rule in ("renju", "freestyle")}
+    empty = np.asarray(board) == 0
+    assert np.array_equal(moves["renju"], empty)
+    assert moves["freestyle"].sum() < empty.sum() and moves["freestyle"][p]
+    value = jax.jit(lambda b: tactics.threat_value(RULES, b, jnp.int8(1), 0.95))(board)
+    free = jax.jit(lambda b: tactics.threat_value(Rules(SIZE, "freestyle"), b, jnp.int8(1),
+                                                  0.95))(board)
+    assert not bool(value[0]) and bool(free[0])

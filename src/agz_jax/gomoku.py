@@ -225,12 +225,13 @@ class Rules:
             legal &= ~((state.to_play == BLACK) & renju.forbidden(state.board))
         return legal
 
-    def forbidden(self, board: jax.Array) -> jax.Array:
-        """bool[A]: the empty points black may not play (none but under renju)."""
+    def forbidden(self, board: jax.Array, me: jax.Array | int = 1) -> jax.Array:
+        """bool[A]: the empty points a stone ``me`` (+1 black, -1 white) may not
+        be played on: black's forbidden points under renju, else none."""
         if self.rule != "renju":
             return jnp.zeros(board.shape, bool)
         from agz_jax import renju
-        return renju.forbidden(board)
+        return renju.forbidden(board) & (jnp.asarray(me) == 1)
 
     def _exact_for(self, me: jax.Array) -> jax.Array | bool:
         """Does a stone ``me`` (+1/-1) win only with exactly five?"""

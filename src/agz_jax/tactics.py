@@ -50,7 +50,8 @@ def threat_answers(rules: Rules, board: jax.Array, me: jax.Array,
     are allowed unchecked.
     """
     mine = rules.new_five_points(board, me) if mine is None else mine
-    theirs = rules.new_five_points(board, -me) if theirs is None else theirs
+    if theirs is None:  # under renju a black point it may not play is no threat
+        theirs = jnp.where(rules.forbidden(board, -me), 0, rules.new_five_points(board, -me))
     return _checked_answers(
         rules, board, me, mine, theirs >= 2, 5, THREATS_CHECKED,
         lambda lines: rules.window_five_count(lines, -me) >= 2)
@@ -121,6 +122,8 @@ def four_three_points(rules: Rules, board: jax.Array, who: jax.Array,
     Only four points can be, so only the first ``FOUR_POINTS_CHECKED`` points
     of ``fours`` (``rules.new_five_points`` of ``who``, when the caller has
     it) are read; a position with more loses the four-threes among the rest.
+    Under renju black's forbidden points are none (a four-four-three is a
+    double four, a four-three-three a double three).
     """
     fours = rules.new_five_points(board, who) if fours is None else fours
     n = min(FOUR_POINTS_CHECKED, board.shape[0])
@@ -128,7 +131,8 @@ def four_three_points(rules: Rules, board: jax.Array, who: jax.Array,
     window = jnp.asarray(line_window_table(rules.size, 9))[q]  # [n, 4, 19]
     padded = with_off_board(board)
     hit = (fours[q] >= 1) & four_three_lines(rules, padded[window], who)
-    return jnp.zeros(board.shape, bool).at[q].max(hit) & (board == 0)
+    return (jnp.zeros(board.shape, bool).at[q].max(hit) & (board == 0)
+            & ~rules.forbidden(board, who))
 
 
 def four_three_answers(rules: Rules, board: jax.Array, me: jax.Array, mine: jax.Array,
@@ -171,7 +175,8 @@ def threat_value(rules: Rules, board: jax.Array, me: jax.Array, gamma: float
        opponent no five point and leaves ``me`` an open-four, double-four or
        four-three point: ``gamma ** 6``.
 
-    The opponent, who has no five point, cannot answer a four but by its
+    Under renju black's forbidden points make none of kinds 3 to 5. The
+    opponent, who has no five point, cannot answer a four but by its
     block, so kinds 1, 3 and 5 up to the block are forced; they are exact but
     for one case: a forced block that makes the opponent a four of its own
     after the four of a four-three (kinds 4 and 5), which is not read.
@@ -179,7 +184,7 @@ def threat_value(rules: Rules, board: jax.Array, me: jax.Array, gamma: float
     mine = rules.new_five_points(board, me)
     wins = jnp.any(rules.five_points(board, me))
     blocks = jnp.any(rules.five_points(board, -me))
-    doubles = jnp.any(mine >= 2)
+    doubles = jnp.any((mine >= 2) & ~rules.forbidden(board, me))
     four_threes = jnp.any(four_three_points(rules, board, me, mine))
 
     n = min(FOURS_READ, board.shape[0])
@@ -195,7 +200,8 @@ def threat_value(rules: Rules, board: jax.Array, me: jax.Array, gamma: float
     counters = rules.window_five_count(lines, -me) >= 1
     after_block = after_four.at[rows, block].set(-me.astype(board.dtype))
     mine_after = jax.vmap(rules.new_five_points, (0, None))(after_block, me)
-    wins_after = jnp.any(mine_after >= 2, axis=-1) | jnp.any(
+    open_after = (mine_after >= 2) & ~jax.vmap(rules.forbidden, (0, None))(after_block, me)
+    wins_after = jnp.any(open_after, axis=-1) | jnp.any(
         jax.vmap(lambda b, m: four_three_points(rules, b, me, m))(after_block, mine_after),
         axis=-1)
     four_wins = jnp.any((mine[f] == 1) & ~counters & wins_after)
@@ -230,6 +236,9 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
        Facing an open-four point as well, kind 4 keeps only the moves that
        answer both, if there are any.
 
+    Under renju, the opponent's threats on black's forbidden points are none,
+    and the legal mask keeps black's own moves off them.
+
     Kinds 1-4 never change a position's game value, so the search stays sound
     while it reads forcing lines deeply. Kind 5 nearly never does: any other
     move loses in six plies (the four-three; the forced block of its four;
@@ -248,6 +257,8 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
     # (compaction.map_where: the same bits as reading them everywhere).
     if answer_threats:
         theirs = jax.vmap(rules.new_five_points)(board, -me)
+        # Under renju a black point it may not play is no threat.
+        theirs = jnp.where(jax.vmap(rules.forbidden)(board, -me), 0, theirs)
         facing = jnp.any(theirs >= 2, axis=-1)
         answers = compaction.map_where(
             lambda b, m, mi, th: threat_answers(rules, b, m, mi, th),
