@@ -15,7 +15,9 @@ games x plies / seconds, the best of ``--repeats`` runs after a compile run.
 With ``--replay`` the planes of examples drawn from stored move sequences
 (``go.replay.sample_batch``: 64 random legal games, replayed on the device,
 ``--replay-batch`` examples a batch, ``--per-game`` from each replayed game,
-each ladder mode of ``--ladders``), beside the host path of ``go.dataset``
+each ladder mode of ``--ladders``, and "table": the ladder planes of every
+stored position computed once by ``go.replay.ladder_table``, then looked up),
+beside the host path of ``go.dataset``
 (``go.sgf.replay`` then ``go.features`` of ``--host-positions`` positions).
 
 With ``--pgx`` the same random actions are replayed in both (ours with simple
@@ -117,19 +119,43 @@ def feature_speed(size: int, games: int, plies: int, repeats: int) -> dict:
 
 
 def replay_speed(size: int, batch: int, per_game: int, ladder: str, moves, offsets,
-                 repeats: int) -> dict:
+                 repeats: int, table=None) -> dict:
     """Positions/s of ``go.replay.sample_batch``: ``batch`` examples drawn from the
     store, ``per_game`` from each replayed game, all planes made on the device
-    (ladder plane by ``ladder``: "pool", "vmap" or "none"), symmetries applied."""
+    (ladder plane by ``ladder``: a mode of ``go.replay.LADDER_MODES``, or
+    "table": looked up in ``table``, ``go.replay.ladder_table``'s), symmetries
+    applied."""
     from agz_jax.go import replay  # noqa: PLC0415
 
     s = replay.store(moves, offsets, size=size)
+    if ladder == "table":
+        s = s._replace(ladder=jnp.asarray(table))
     fn = replay.sampler(replay.longest(offsets), size, batch, per_game, 0, True,
-                        jnp.float32, ladder)
+                        jnp.float32, "none" if ladder == "table" else ladder)
     first, best = time_it(lambda key: fn(key, s).planes, repeats)
     return dict(size=size, impl=f"go.replay per_game={per_game} ladder={ladder}", games=batch,
                 compile_s=round(first - best, 1), run_s=round(best, 3),
                 positions_per_s=round(batch / best))
+
+
+def table_speed(size: int, moves, offsets) -> tuple[dict, np.ndarray]:
+    """(the row, the table): positions/s of ``go.replay.ladder_table`` (the
+    ladder plane before every stored move, 8 games a call, ladder="auto"), one
+    timed run after a compile run on the first 8 games."""
+    from agz_jax.go import replay  # noqa: PLC0415
+
+    s = replay.store(moves, offsets, size=size)
+    length = replay.longest(offsets)
+    head = replay.store(moves[:offsets[8]], offsets[:9], size=size)
+    t = time.perf_counter()
+    replay.ladder_table(head, size, length)
+    first = time.perf_counter() - t
+    t = time.perf_counter()
+    table = replay.ladder_table(s, size, length)
+    spent = time.perf_counter() - t
+    return dict(size=size, impl="go.replay.ladder_table", games=len(moves),
+                compile_s=round(first - spent * offsets[8] / len(moves), 1),
+                run_s=round(spent, 3), positions_per_s=round(len(moves) / spent)), table
 
 
 def host_speed(size: int, positions: int, moves, offsets, repeats: int) -> dict:
@@ -199,12 +225,17 @@ def replay_rows(size: int, args, say) -> list[dict]:
     moves, offsets = random_store(size, 64, 4 * size * size // 3)
     say(f"{size}x{size} store: {len(offsets) - 1} random games, {len(moves)} moves "
         f"(longest {int(np.max(np.diff(offsets)))})")
-    rows = []
+    rows, table = [], None
     for ladder in args.ladders.split(","):
+        if ladder == "table":
+            r, table = table_speed(size, moves, offsets)
+            rows.append(r)
+            say(f"{size}x{size} {r['impl']:36s} {r['games']} positions: "
+                f"{r['positions_per_s']:>9,} positions/s (compile {r['compile_s']} s)")
         for k in (int(x) for x in args.per_game.split(",")):
             # a ladder run takes long on a CPU: one timed run
             r = replay_speed(size, args.replay_batch, k, ladder, moves, offsets,
-                             args.repeats if ladder == "none" else 1)
+                             args.repeats if ladder in ("none", "table") else 1, table)
             rows.append(r)
             say(f"{size}x{size} {r['impl']:36s} {r['games']} examples: "
                 f"{r['positions_per_s']:>9,} positions/s (compile {r['compile_s']} s)")
@@ -230,9 +261,9 @@ def main(argv=None):
                         "beside the host path of go.dataset")
     p.add_argument("--replay-batch", type=int, default=128, help="examples per --replay batch")
     p.add_argument("--per-game", default="1,16", help="--replay: examples per replayed game")
-    p.add_argument("--ladders", default="none,auto",
+    p.add_argument("--ladders", default="none,auto,table",
                    help="--replay: ladder modes (go.replay.LADDER_MODES: auto, map, pool, "
-                        "vmap, none)")
+                        "vmap, none; or table: go.replay.ladder_table built, then looked up)")
     p.add_argument("--host-positions", type=int, default=32,
                    help="--replay: positions of the host path's row (0: no host row)")
     p.add_argument("--json", action="store_true")
@@ -255,9 +286,10 @@ def main(argv=None):
                     f"got {args.per_game!r}")
         from agz_jax.go.replay import LADDER_MODES  # noqa: PLC0415
 
-        bad = set(args.ladders.split(",")) - set(LADDER_MODES)
+        bad = set(args.ladders.split(",")) - set(LADDER_MODES) - {"table"}
         if bad:
-            p.error(f"--ladders: unknown mode(s) {sorted(bad)}; choose from {LADDER_MODES}")
+            p.error(f"--ladders: unknown mode(s) {sorted(bad)}; choose from "
+                    f"{(*LADDER_MODES, 'table')}")
         if args.host_positions < 0:
             p.error(f"--host-positions must be >= 0, got {args.host_positions}")
     if args.pgx and importlib.util.find_spec("pgx") is None:

@@ -78,6 +78,12 @@ def compare(size: int, games, count: int, modes, kos: bool = True) -> None:
     assert host[..., RP.LADDER_CHANNEL].any()  # some ladder moves to agree on
     s = RP.store(moves, offsets, size=size)
     length = RP.longest(offsets)
+    if size == 9:  # the ladder table: the same plane, before every move
+        table = RP.ladder_table(s, size, length, games=8, ladder="map")
+        flat = offsets[game[sel]] + ply[sel]
+        np.testing.assert_array_equal(
+            np.asarray(RP.unpack(jnp.asarray(table[flat]), size * size)),
+            host[..., RP.LADDER_CHANNEL].reshape(len(sel), -1).astype(bool))
     for mode in modes:
         fn = jax.jit(functools.partial(RP.examples_at, RP.replay_rules(size), length=length,
                                        ranks=0, ladder=mode))
@@ -237,3 +243,19 @@ def test_setup_stones_and_ranks():
     x, _, _ = fn(s=s, game=jnp.asarray(game[keep]), ply=jnp.asarray(ply[keep])[:, None])
     np.testing.assert_array_equal(np.asarray(x), host)
     assert host[..., 27:].any() and host[..., 18].any()  # ranks, and stones of unknown age
+
+
+def test_ladder_table_is_looked_up():
+    """With ``Store.ladder`` the ladder plane is the table's, not read (here
+    with ``ladder="none"``: it would be zero); the table itself is checked
+    against the host path in ``test_planes_equal_the_host_path_9x9``."""
+    size = 9
+    games, moves, offsets, s = nine()
+    table = np.random.default_rng(0).integers(0, 2**32, (len(moves), 3), dtype=np.uint32)
+    fn = jax.jit(functools.partial(RP.sample_batch, batch_size=32, length=RP.longest(offsets),
+                                   size=size, per_game=8, symmetries=False, ladder="none"))
+    b = fn(jax.random.PRNGKey(4), s._replace(ladder=jnp.asarray(table)))
+    at = offsets[np.asarray(b.game)] + np.asarray(b.ply)
+    want = np.asarray(RP.unpack(jnp.asarray(table[at]), size * size))
+    np.testing.assert_array_equal(
+        np.asarray(b.planes)[..., RP.LADDER_CHANNEL].reshape(32, -1), want)

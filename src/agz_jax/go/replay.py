@@ -75,7 +75,9 @@ class Store(NamedTuple):
     (game g's examples are ``examples[first[g]:first[g + 1]]``), setup int8[G, A]
     or None (each game's starting board; None: empty boards), rank int32[G, 2] or
     None (black's and white's rank for the rank planes, 0..8 for 1..9 dan, -1
-    unknown; None: unknown).
+    unknown; None: unknown), ladder uint32[N, W] or None (the ladder plane of the
+    position before each move, a bitset: ``ladder_table``; None: read it in
+    every batch).
     """
 
     moves: jax.Array
@@ -84,6 +86,7 @@ class Store(NamedTuple):
     first: jax.Array
     setup: jax.Array | None = None
     rank: jax.Array | None = None
+    ladder: jax.Array | None = None
 
 
 class Batch(NamedTuple):
@@ -287,6 +290,12 @@ def pack(mask: jax.Array) -> jax.Array:
     return jnp.sum(bits << jnp.arange(32, dtype=jnp.uint32), axis=-1, dtype=jnp.uint32)
 
 
+def unpack(bits: jax.Array, points: int) -> jax.Array:
+    """bool[..., points]: ``pack``'s inverse."""
+    one = (bits[..., :, None] >> jnp.arange(32, dtype=jnp.uint32)) & 1
+    return one.reshape(*bits.shape[:-1], -1)[..., :points].astype(bool)
+
+
 def popcount(bits: jax.Array) -> jax.Array:
     """int32[...]: the set bits of uint32[..., W]."""
     return jnp.sum(jax.lax.population_count(bits).astype(jnp.int32), axis=-1)
@@ -446,13 +455,17 @@ def ladders(size: int, p: Positions, legal: jax.Array, mode: str = "auto", limit
 def planes(size: int, p: Positions, ranks: int = RANKS, ladder: str = "auto",
            ladder_limit: int = 8, ladder_pool: int | None = None,
            ladder_depth: int | None = None, ladder_steps: int | None = None,
-           dtype=jnp.float32) -> jax.Array:
+           dtype=jnp.float32, ladder_bits: jax.Array | None = None) -> jax.Array:
     """[B, H, W, C] ``dtype``: ``go.features.features``'s planes of a batch of
-    positions (the same numbers; ``ladder="none"``: the ladder plane zero)."""
+    positions (the same numbers; ``ladder="none"``: the ladder plane zero).
+    ``ladder_bits`` uint32[B, W]: the ladder plane known (``ladder_table``),
+    not read."""
     if ladder not in LADDER_MODES:
         raise ValueError(f"ladder must be one of {LADDER_MODES}, got {ladder!r}")
     base, legal = jax.vmap(functools.partial(base_planes, size, ranks=ranks))(p)
-    if ladder != "none":
+    if ladder_bits is not None:
+        base = base.at[..., LADDER_CHANNEL].set(unpack(ladder_bits, size * size))
+    elif ladder != "none":
         lad = ladders(size, p, legal, ladder, ladder_limit, ladder_pool, ladder_depth,
                       ladder_steps)
         base = base.at[..., LADDER_CHANNEL].set(lad & legal)
@@ -499,7 +512,39 @@ def examples_at(rules: Rules, s: Store, game: jax.Array, ply: jax.Array, length:
         rank = s.rank[game[local], before.to_play[flat, local]]
     p = positions(before, hashes, local, flat, rank)
     target = actions[local, flat]
+    if s.ladder is not None:
+        kwargs = {**kwargs, "ladder_bits": s.ladder[s.offsets[game[local]] + flat]}
     return planes(rules.size, p, ranks, **kwargs), p, target
+
+
+def ladder_table(s: Store, size: int, length: int, games: int = 8, **kwargs) -> np.ndarray:
+    """uint32[N, W]: the ladder plane (``planes``' channel 26, ``kwargs`` its
+    ladder settings) of the position before every stored move, as bitsets
+    (``pack``), to keep in ``Store.ladder`` (48 bytes a 19x19 position): the
+    plane is then looked up, not read, in every batch. ``games`` games are
+    replayed at a time, each through all its ``length`` plies (the last call
+    padded: one compilation)."""
+    g_all = int(s.offsets.shape[0]) - 1
+    words = (size * size + 31) // 32
+    rules = replay_rules(size)
+    bare = s._replace(ladder=None)
+
+    @jax.jit
+    def chunk(game):
+        ply = jnp.broadcast_to(jnp.arange(length), (games, length))
+        x, _, _ = examples_at(rules, bare, game, ply, length, 0, dtype=jnp.uint8, **kwargs)
+        bits = jax.vmap(pack)(x[..., LADDER_CHANNEL].reshape(games * length, -1) > 0)
+        return bits.reshape(games, length, words)
+
+    offsets = np.asarray(s.offsets)
+    out = np.zeros((int(offsets[-1]), words), np.uint32)
+    for first in range(0, g_all, games):
+        idx = np.minimum(np.arange(first, first + games), g_all - 1)
+        bits = np.asarray(chunk(jnp.asarray(idx, jnp.int32)))
+        for k, g in enumerate(range(first, min(first + games, g_all))):
+            n = offsets[g + 1] - offsets[g]
+            out[offsets[g]:offsets[g + 1]] = bits[k, :n]
+    return out
 
 
 def sample_batch(key: jax.Array, s: Store, batch_size: int, length: int, size: int = 19,
@@ -567,5 +612,5 @@ def sampler(length: int, size: int = 19, batch_size: int = 128, per_game: int = 
 
 
 __all__ = ["Batch", "Positions", "Store", "after_move", "examples_at", "features",
-           "game_moves", "ladders", "legality", "longest", "of_state", "planes", "positions",
-           "random_store", "replay", "sample_batch", "sampler", "store"]
+           "game_moves", "ladder_table", "ladders", "legality", "longest", "of_state",
+           "planes", "positions", "random_store", "replay", "sample_batch", "sampler", "store"]
