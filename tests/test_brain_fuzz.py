@@ -376,7 +376,9 @@ class Model:
         return bool(fives(fields, bool(self.rule_bits & 1)))
 
     def can_move(self, fields):
-        return self.counts_ok(fields) and not self.over(fields) and (fields == 0).any()
+        # Renju (rule bit 4) is refused: the fake engine's model is freestyle.
+        return (self.counts_ok(fields) and not self.over(fields) and (fields == 0).any()
+                and not self.rule_bits & 4)
 
 
 def test_fuzz_one_reply_per_command_never_an_illegal_move():
@@ -464,7 +466,8 @@ def test_fuzz_one_reply_per_command_never_an_illegal_move():
                 m.fields = expect_move(reply, fields)
                 valid += 1
             else:
-                assert reply.startswith("ERROR BOARD rejected"), reply
+                assert reply.startswith("ERROR BOARD rejected") or (
+                    m.rule_bits & 4 and reply.startswith("ERROR rule")), reply
         elif r < 0.85:  # TURN at an empty point (or an occupied one)
             fields = m.fields.copy()
             occupied = rng.random() < 0.1 and fields.any()
@@ -480,7 +483,7 @@ def test_fuzz_one_reply_per_command_never_an_illegal_move():
                 assert reply.startswith("ERROR"), (a, reply)
         elif r < 0.89:  # BEGIN
             reply = one(b, b"BEGIN" + ending())
-            if m.fields.any():
+            if m.fields.any() or m.rule_bits & 4:
                 assert reply.startswith("ERROR"), reply
             else:
                 m.fields = expect_move(reply, m.fields.copy())

@@ -16,11 +16,13 @@ from agz_jax import models, run
 from agz_jax.presets import get_preset
 
 
-def random_model(directory: Path, size: int = 15, seed: int = 0, double: bool = True) -> Path:
+def random_model(directory: Path, size: int = 15, seed: int = 0, double: bool = True,
+                 rule: str = "freestyle") -> Path:
     """A ``models.save`` directory: the smoke preset's net (8 filters, 1 block;
-    Double Networks unless ``double=False``) on a ``size`` board, random
-    weights, BN statistics at identity."""
-    config = get_preset("smoke").replace(**{"game.size": size, "net.double": double})
+    Double Networks unless ``double=False``) on a ``size`` board under ``rule``,
+    random weights, BN statistics at identity."""
+    config = get_preset("smoke").replace(**{"game.size": size, "net.double": double,
+                                            "game.rule": rule})
     nets = run.make_networks(config)
     shapes = jax.eval_shape(nets.init, jax.random.PRNGKey(0))
     rng = np.random.default_rng(seed)

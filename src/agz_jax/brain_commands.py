@@ -116,6 +116,7 @@ class Brain:
         self.fields: np.ndarray | None = None  # int8[A]: 0 empty, 1 own, 2 opponent
         self.order: list[int] = []  # actions in the order they were placed
         self.rule_bits = 0
+        self.refused: str | None = None  # why the game's rule cannot be played
         self.timeout_turn: int | None = None  # ms
         self.timeout_match: int | None = None
         self.time_left: float | None = None  # counted down by our thinking time
@@ -128,7 +129,28 @@ class Brain:
     # -- helpers ---------------------------------------------------------------------------
 
     def rule(self) -> str:
+        if self.rule_bits & 4:
+            return "renju"
         return "standard" if self.rule_bits & 1 else "freestyle"
+
+    def _forbidden_check(self, fields: np.ndarray, order: list[int], what: str):
+        """Under renju, refuse a black stone of ``order`` (move order) that was on
+        a forbidden point when it was placed (``fields``: 1 own, 2 opponent)."""
+        if self.rule() != "renju":
+            return
+        from agz_jax import renju
+
+        own, opp = int((fields == 1).sum()), int((fields == 2).sum())
+        black = 1 if own == opp else 2  # black has moved as often as white, or once more
+        board = np.zeros(fields.size, np.int8)
+        for action in order:
+            if fields[action] == black:
+                code = renju.foul_code(board, action)
+                if code:
+                    raise ProtocolError(
+                        f"{what}: black's stone at {self._fmt(action)} is on a forbidden "
+                        f"point ({renju.FOULS[code]}, renju); the position is unchanged")
+            board[action] = 1 if fields[action] == black else -1
 
     def rules(self):
         return self.engine.rules(self.rule())
@@ -267,6 +289,7 @@ class Brain:
             owner = "your" if self.fields[action] == 2 else "my"
             raise ProtocolError(f"TURN {x},{y}: the point is occupied by {owner} stone")
         self._check_playable("TURN")
+        self._check_turn_forbidden(action, x, y)
         self.fields[action] = 2
         self.order.append(action)
         try:
@@ -335,6 +358,7 @@ class Brain:
         if wins:
             raise ProtocolError(f"BOARD rejected: the game is already over (five at "
                                 f"{self._fmt(wins[0])}); the position is unchanged")
+        self._forbidden_check(fields, list(block.stones), "BOARD rejected")
         before = self.fields, self.order
         self.fields, self.order = fields, list(block.stones)
         try:
@@ -380,13 +404,20 @@ class Brain:
 
     def _set_rule(self, bits: int):
         self.rule_bits = bits
-        unsupported = [name for bit, name in ((2, "continuous games"), (4, "renju"),
-                                              (8, "caro")) if bits & bit]
+        unsupported = [name for bit, name in ((2, "continuous games"), (8, "caro"))
+                       if bits & bit]
         if unsupported:
             self.notes.append(f"rule {bits}: {' and '.join(unsupported)} not supported; "
                               f"playing {self.rule()} without them")
         trained = self.engine.model.rules.rule if self.engine is not None else self.rule()
-        if self.rule() != trained:
+        self.refused = None
+        if "renju" in (self.rule(), trained) and self.rule() != trained:
+            self.refused = (f"rule {bits} ({self.rule()}) refused: the model "
+                            f"{self.engine.model.name!r} was trained on {trained}; start "
+                            "pbrain-agz with a model trained on "
+                            f"{self.rule()} (--model models/renju for renju)")
+            self.notes.append(self.refused)
+        elif self.rule() != trained:
             wins = "exactly five" if self.rule() == "standard" else "five or more"
             self.notes.append(f"rule {bits}: playing {self.rule()} ({wins} wins) with a "
                               f"model trained on {trained}: the search and the tactical guard "
@@ -427,7 +458,22 @@ class Brain:
                               time_left=self.time_left, used_ms=self.used_ms,
                               empty=int((self.fields == 0).sum()))
 
+    def _check_turn_forbidden(self, action: int, x: int, y: int):
+        """Under renju, refuse the opponent's move onto black's forbidden point."""
+        own, opp = int((self.fields == 1).sum()), int((self.fields == 2).sum())
+        if self.rule() != "renju" or opp != own:  # the opponent is black when counts are equal
+            return
+        from agz_jax import renju
+
+        board = np.where(self.fields == 2, 1, np.where(self.fields == 1, -1, 0)).astype(np.int8)
+        code = renju.foul_code(board, action)
+        if code:
+            raise ProtocolError(f"TURN {x},{y}: black may not play there under renju "
+                                f"({renju.FOULS[code]}); the position is unchanged")
+
     def _think(self, t_read: float) -> list[str]:
+        if self.refused:
+            raise ProtocolError(self.refused)
         own, opp = int((self.fields == 1).sum()), int((self.fields == 2).sum())
         if own not in (opp, opp - 1):
             raise ProtocolError(f"cannot move: I have {own} stones and the opponent {opp}, "

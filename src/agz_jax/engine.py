@@ -26,7 +26,9 @@ Time: one tree of fixed capacity (``max_simulations``) is built in jitted
 looks at the clock (``clock``, ``time.perf_counter`` unless a test injects
 another) and stops when the next chunk would likely end after the deadline.
 Every shape is fixed and the winning rule is a run-time flag, so the jitted
-functions compile once (``warmup`` does that ahead of the first move).
+functions compile once for freestyle and standard (``warmup`` does that ahead
+of the first move); renju, whose legal moves depend on black's forbidden
+points (``agz_jax.renju``), compiles its own set.
 
 Capacity: the tree's capacity is its size, not a cost per simulation (the loop
 never copies the tree, ``mctx_loop``), so a time-limited player takes a tree of
@@ -181,6 +183,7 @@ class _Compiled:
     carry: object  # (tree, action) -> the subtree under the root's action
     threats: object  # (exact, board[A], stone) -> bool[A]: points that make a five for stone
     wins_on_board: object  # (exact, board[A]) -> bool[A]: stones on a winning line
+    forbidden: object  # board[A] -> bool[A]: black's forbidden points (none but under renju)
 
 
 class _Last(NamedTuple):
@@ -189,7 +192,7 @@ class _Last(NamedTuple):
     tree: object
     board: np.ndarray
     to_play: int
-    exact: bool
+    rule: str
     last_action: int = -1
     rank: int = 0
 
@@ -254,7 +257,7 @@ class Engine:
         self.rank = rank
         self._key = jax.random.PRNGKey(seed)
         self._calls = 0
-        self._compiled: _Compiled | None = None
+        self._compiled: dict[bool, _Compiled] = {}
         self._lock = threading.Lock()
         self._last: _Last | None = None
         self.gamma = float(model.config.decay.gamma)
@@ -286,18 +289,23 @@ class Engine:
         if rules.size != self.size:
             raise ValueError(f"the model plays {self.size}x{self.size}, not "
                              f"{rules.size}x{rules.size}")
+        renju = rules.rule == "renju"
         with self._lock:
-            if self._compiled is None:
-                self._compiled = self._build()
-            return self._compiled
+            if renju not in self._compiled:
+                self._compiled[renju] = self._build(renju)
+            return self._compiled[renju]
 
-    def _build(self) -> _Compiled:
+    def _build(self, renju: bool) -> _Compiled:
+        """The jitted functions: freestyle and standard share one set (the rule
+        a flag, ``exact``); renju has its own (``exact`` unused)."""
         nets, settings, size, gamma = self.model.nets, self.search_cfg, self.size, self.gamma
         capacity, leaves = self.max_simulations, self.leaves
 
+        def game(exact):
+            return Rules(size, "renju") if renju else _EitherRule(size, exact=exact)
+
         def searcher(exact):
-            return search.Searcher(rules=_EitherRule(size, exact=exact), nets=nets,
-                                   settings=settings, gamma=gamma)
+            return search.Searcher(rules=game(exact), nets=nets, settings=settings, gamma=gamma)
 
         @jax.jit
         def start(variables, exact, key, states, allowed, tree):
@@ -324,14 +332,18 @@ class Engine:
 
         @jax.jit
         def threats(exact, board, me):
-            return _EitherRule(size, exact=exact).five_points(board, me)
+            return game(exact).five_points(board, me)
 
         @jax.jit
         def wins_on_board(exact, board):
-            rules = _EitherRule(size, exact=exact)
+            rules = game(exact)
             return jax.vmap(lambda a: rules.is_win(board, a))(jnp.arange(rules.num_actions))
 
-        return _Compiled(start, chunk, results, carry, threats, wins_on_board)
+        @jax.jit
+        def forbidden(board):
+            return game(False).forbidden(board)
+
+        return _Compiled(start, chunk, results, carry, threats, wins_on_board, forbidden)
 
     def warmup(self, rules: Rules | None = None) -> float:
         """Compile everything a move needs (under either rule); the seconds it took.
@@ -366,6 +378,14 @@ class Engine:
         wins = self._fns(rules).wins_on_board(_exact(rules), board)
         return [int(a) for a in np.flatnonzero(np.asarray(wins))]
 
+    def forbidden(self, rules: Rules, board) -> np.ndarray:
+        """bool[A]: the empty points black may not play on ``board`` (int8[A])
+        under ``rules`` (none but under renju)."""
+        if rules.rule != "renju":
+            return np.zeros(rules.num_actions, bool)
+        board = jnp.asarray(np.asarray(board, np.int8).reshape(rules.num_actions))
+        return np.asarray(self._fns(rules).forbidden(board))
+
     def immediate_fives(self, rules: Rules, state: State, colour: int) -> np.ndarray:
         """bool[A]: empty points where ``colour`` (0 black, 1 white) would make a five."""
         fns = self._fns(rules)
@@ -379,7 +399,7 @@ class Engine:
         last root by one or two moves (ours, then the opponent's reply) that the
         tree holds; else None."""
         last = self._last
-        if last is None or last.exact != (rules.rule == "standard"):
+        if last is None or last.rule != rules.rule:
             return None
         moves = _moves_between(last.board, last.to_play, np.asarray(state.board),
                                int(state.to_play))
@@ -399,7 +419,7 @@ class Engine:
         to move, last move, rule and rank), handed over (its buffers go to the
         next chunk); else None."""
         last = self._last
-        if (last is None or last.exact != (rules.rule == "standard")
+        if (last is None or last.rule != rules.rule
                 or last.to_play != int(state.to_play) or last.rank != rank
                 or last.last_action != int(state.last_action)
                 or not np.array_equal(last.board, np.asarray(state.board))):
@@ -426,6 +446,8 @@ class Engine:
         t0 = self.clock()
         board = np.asarray(state.board)
         legal = board == 0
+        if int(state.to_play) == 0:  # black: not on a forbidden point (renju)
+            legal &= ~self.forbidden(rules, board)
         if bool(state.done) or not legal.any():
             raise ValueError("the game is over: no move to choose")
         to_play = int(state.to_play)
@@ -491,10 +513,10 @@ class Engine:
             value = float(value)
             q = np.where(visits > 0, np.asarray(q, np.float64), np.nan)
             reason = "block" if allowed is blocks else "search"
-            self._last = _Last(tree, board.copy(), to_play, rules.rule == "standard",
+            self._last = _Last(tree, board.copy(), to_play, rules.rule,
                                int(state.last_action), rank)
         if not legal[action]:  # the guards above make this unreachable
-            raise AssertionError(f"engine chose an occupied point {action}")
+            raise AssertionError(f"engine chose an occupied or forbidden point {action}")
         return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, q, visits,
                         done - kept, kept, self.clock() - t0, reason)
 

@@ -232,3 +232,22 @@ def foul(board: jax.Array, p: jax.Array, depth: int = DEPTH) -> jax.Array:
     bad = _point(padded, windows, jnp.asarray(p, jnp.int32), depth)
     code = jnp.where(jnp.any(over), 3, jnp.where(jnp.sum(fours) >= 2, 2, 1))
     return jnp.where(bad & ~jnp.any(five), code, 0).astype(jnp.int32)
+
+
+REFEREE_DEPTH = 4
+"""Recursion depth of ``foul_code``, the host's reading of one point (a
+protocol's or the web board's check of a move): deeper than the search's."""
+
+
+@functools.cache
+def _foul_jit(depth: int):
+    return jax.jit(lambda board, p: foul(board, p, depth))
+
+
+def foul_code(board, p: int, depth: int = REFEREE_DEPTH) -> int:
+    """``foul`` of one point of a host board (int8[A], +1 black), an index
+    into ``FOULS``; 0 for an occupied point."""
+    board = np.asarray(board, np.int8)
+    if board[p] != 0:
+        return 0
+    return int(_foul_jit(depth)(jnp.asarray(board), jnp.int32(p)))
