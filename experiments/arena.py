@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
              "mean_length": float(np.mean(result.length)), "seconds": wall}
     stats["elo"] += 0.0  # no "-0" for an even score
     if args.out is not None:
-        records.save_match(args.out, result, size, names=(spec_a.text, spec_b.text))
+        records.save_match(args.out, result, size, names=(spec_a.text, spec_b.text), rule=rule)
         stats["out"] = str(args.out)
     if args.json:
         print(json.dumps(stats, sort_keys=True))

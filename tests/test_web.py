@@ -123,7 +123,8 @@ def test_api_validates_requests(server):
         ({"moves": [], "sims": 0}, "1..4096"),
         ({"moves": [], "sims": 10**9}, "1..4096"),
         ({"moves": [], "colour": 1}, "unknown field"),
-        ({"moves": [], "rule": "renju"}, "'rule'"),
+        ({"moves": [], "rule": "caro"}, "'rule'"),
+        ({"moves": [], "rule": "renju"}, "trained on freestyle and does not play renju"),
         ({"moves": list(range(226))}, "at most 225"),
         ({"moves": FIVE + [at(9, 9)]}, "follows the end of the game"),
     ]
@@ -156,6 +157,27 @@ def test_api_validates_requests(server):
         assert status == 400 and reason in json.loads(body)["error"], (psq[:40], body)
     status, body = post(server, "/api/load", {"psq": 5})
     assert status == 400 and "'psq' must be a str" in json.loads(body)["error"]
+
+
+def test_api_under_renju_marks_and_refuses_black_forbidden_points(server, tmp_path):
+    # Black's threes 5,5 6,5 (x, y) and 7,6 7,7 cross at 7,5: a double three.
+    black, white = [at(5, 5), at(6, 5), at(7, 6), at(7, 7)], [at(0, 0), at(0, 2), at(0, 4)]
+    moves = [m for pair in zip(black, white + [None], strict=True) for m in pair if m is not None]
+    status, body = post(server, "/api/status", {"moves": moves[:-1], "rule": "renju"})
+    assert status == 200 and json.loads(body)["forbidden"] == {}  # white to move: none
+    moves.append(at(0, 6))
+    status, body = post(server, "/api/status", {"moves": moves, "rule": "renju"})
+    reply = json.loads(body)
+    assert status == 200 and reply["forbidden"] == {str(at(7, 5)): "double three"}, reply
+    status, body = post(server, "/api/status", {"moves": moves, "rule": "freestyle"})
+    assert json.loads(body)["forbidden"] == {}
+    status, body = post(server, "/api/status", {"moves": moves + [at(7, 5)], "rule": "renju"})
+    error = json.loads(body)["error"]
+    assert status == 400 and "black's forbidden point under renju (double three)" in error
+    status, body = post(server, "/api/psq", {"moves": moves, "rule": "renju"})
+    assert status == 200 and "rule: renju" in body.decode()
+    status, loaded = post(server, "/api/load", {"psq": body.decode()})
+    assert status == 200 and json.loads(loaded)["rule"] == "renju"
 
 
 def test_api_analysis_load_and_psq(server, tmp_path):
@@ -201,7 +223,8 @@ def test_api_analysis_load_and_psq(server, tmp_path):
                                  "prior": an["prior"][at(4, 0)]}]
     status, body = post(server, "/api/status", {"moves": FIVE, "rule": "standard"})
     assert json.loads(body) == {"moves": FIVE, "done": True, "winner": 0,
-                                "line": [at(x, 0) for x in range(5)], "to_play": 1}
+                                "line": [at(x, 0) for x in range(5)], "to_play": 1,
+                                "forbidden": {}}
 
     # .psq out and back in.
     status, body = post(server, "/api/psq", {"moves": FIVE, "times": [5] * 9,

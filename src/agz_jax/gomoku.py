@@ -12,8 +12,7 @@ Rules:
   * ``standard``: *exactly* five wins; a line of six or more does not.
   * ``renju``: white wins with five or more, black only with exactly five, and
     black may not play a double three, a double four or an overline
-    (``agz_jax.renju``): ``legal_mask`` leaves those points out, and ``step``
-    refuses them like an occupied point.
+    (``agz_jax.renju``): ``legal_mask`` leaves those points out.
 
 A win is looked for only on the four lines through the last move, using a
 precomputed neighbour table (pgx-style), so ``step`` costs O(1) in the board
@@ -308,16 +307,15 @@ class Rules:
         """Place a stone of the side to move on ``action``.
 
         A finished game is returned unchanged. An occupied or off-board action
-        (or, under renju, a forbidden one of black's) leaves the game unchanged
-        and sets ``illegal``; the legal mask makes it unreachable in normal play.
+        leaves the game unchanged and sets ``illegal``; the legal mask makes it
+        unreachable in normal play. Under renju, black's forbidden points are
+        left to the legal mask (a step would cost a recursive reading); moves
+        from outside are checked on the host (``renju.foul_code``).
         """
         action = jnp.asarray(action, jnp.int32)
         in_board = (action >= 0) & (action < self.num_actions)
         safe = jnp.clip(action, 0, self.num_actions - 1)
         ok = in_board & (state.board[safe] == 0)
-        if self.rule == "renju":
-            from agz_jax import renju
-            ok &= ~((state.to_play == BLACK) & renju.forbidden_at(state.board, safe))
         play = ok & ~state.done
         board = jnp.where(play, state.board.at[safe].set(stone(state.to_play)), state.board)
         won = play & self.is_win(board, safe)

@@ -39,23 +39,28 @@ class RecordError(ValueError):
 
 
 class Record(NamedTuple):
-    """size: board side; moves: actions (row * size + col); times_ms: per move."""
+    """size: board side; moves: actions (row * size + col); times_ms: per move;
+    rule: the winning rule a trailer line ``rule: NAME`` names (None if none)."""
 
     size: int
     moves: list[int]
     times_ms: list[int]
+    rule: str | None = None
 
 
 def write_psq(path, moves: Iterable[int], size: int,
-              times_ms: Sequence[int] | None = None, trailer: Iterable[str] = ()) -> None:
+              times_ms: Sequence[int] | None = None, trailer: Iterable[str] = (),
+              rule: str | None = None) -> None:
     """Write a ``.psq`` file.
 
     ``moves`` are actions; ``-1`` entries (padding after a game ended) are
     skipped. ``times_ms`` (milliseconds, 0 when None) is aligned either with
     ``moves`` as given or with the moves that remain once the ``-1`` are
     dropped. ``trailer`` lines are written after the moves; none may look like
-    a move line (start with ``x,``), or a reader would take it for one.
+    a move line (start with ``x,``), or a reader would take it for one. ``rule``
+    (the game's winning rule) is written first in the trailer, as ``rule: NAME``.
     """
+    trailer = ([f"rule: {rule}"] if rule is not None else []) + list(trailer)
     size = int(size)
     if size < 1:
         raise ValueError(f"size must be positive, got {size}")
@@ -120,6 +125,7 @@ def read_psq(path) -> Record:
     moves: list[int] = []
     times: list[int] = []
     seen: dict[int, int] = {}
+    rule = None
     for lineno, line in enumerate(lines[1:], start=2):
         m = _MOVE.match(line)
         if m is None:
@@ -129,6 +135,8 @@ def read_psq(path) -> Record:
                 fail(lineno, f"{shown!r} looks like a move but is not 'x,y,time' (three "
                              "integers: column, row, milliseconds); write it as e.g. "
                              "'9,9,0', or delete it")
+            rule = next((t.split(":", 1)[1].strip() for t in lines[lineno - 1:]
+                         if t.lower().startswith("rule:")), None)
             break  # the trailer starts here
         x, y, t = int(m.group(1)), int(m.group(2)), int(m.group(3))
         if not (1 <= x <= size and 1 <= y <= size):
@@ -139,7 +147,7 @@ def read_psq(path) -> Record:
         seen[action] = lineno
         moves.append(action)
         times.append(t)
-    return Record(size, moves, times)
+    return Record(size, moves, times, rule)
 
 
 @functools.cache
@@ -150,8 +158,8 @@ def _jitted_step(rules: Rules):
 def to_states(record: Record, rule: str = "freestyle") -> State:
     """Replay ``record`` under ``Rules(record.size, rule)``; the final State.
 
-    Raises ``RecordError`` on an off-board or occupied point, or a move played
-    after the game ended.
+    Raises ``RecordError`` on an off-board or occupied point, a move played
+    after the game ended, or under renju a black move on a forbidden point.
     """
     try:
         rules = Rules(int(record.size), rule)
@@ -166,6 +174,13 @@ def to_states(record: Record, rule: str = "freestyle") -> State:
             raise RecordError(f"record: move {ply + 1} ({point}) follows the end of the game")
         if not 0 <= action < rules.num_actions:
             raise RecordError(f"record: move {ply + 1} ({point}) is off the board")
+        if rule == "renju" and ply % 2 == 0:
+            from agz_jax import renju
+
+            foul = renju.foul_code(np.asarray(state.board), action)
+            if foul:
+                raise RecordError(f"record: move {ply + 1} ({point}) is black's forbidden "
+                                  f"point under renju ({renju.FOULS[foul]})")
         state = step(state, jnp.int32(action))
         if bool(state.illegal):
             raise RecordError(f"record: move {ply + 1} ({point}) is on an occupied point")
@@ -187,7 +202,7 @@ class Match(Protocol):
 
 
 def save_match(directory, result: Match, size: int,
-               names: tuple[str, str] = ("A", "B")) -> list[str]:
+               names: tuple[str, str] = ("A", "B"), rule: str | None = None) -> list[str]:
     """Write ``game_{i:04d}.psq`` for every game of ``result``; the paths.
 
     Player A (``names[0]``) is black in the games where ``result.a_black``.
@@ -202,6 +217,7 @@ def save_match(directory, result: Match, size: int,
     for i in range(moves.shape[1]):
         black, white = (names[0], names[1]) if a_black[i] else (names[1], names[0])
         path = os.path.join(directory, f"game_{i:04d}.psq")
-        write_psq(path, moves[:, i], size, trailer=(f"black: {black}", f"white: {white}"))
+        write_psq(path, moves[:, i], size, trailer=(f"black: {black}", f"white: {white}"),
+                  rule=rule)
         paths.append(path)
     return paths

@@ -346,7 +346,7 @@ def loop(config: Config, run_dir: Path, comps, state, saver, first: bool, consol
             _add_metrics(metrics, extra)
         if games:
             save_games(run_dir / "games", it, games.pop("moves"), config.game.size,
-                       games_to_save)
+                       games_to_save, rule=config.game.rule)
         metrics[run.ITERATION_S] = clock.running() - t0
         metrics[run.STOPPED_S] = clock.stopped() - stopped
         stopped += metrics[run.STOPPED_S]
@@ -485,7 +485,8 @@ def record_selfplay(comps, into: dict):
     return dataclasses.replace(comps, selfplay=selfplay)
 
 
-def save_games(directory: Path, iteration: int, moves, size: int, count: int) -> list[Path]:
+def save_games(directory: Path, iteration: int, moves, size: int, count: int,
+               rule: str | None = None) -> list[Path]:
     """Write the first ``count`` games of one iteration as ``.psq`` files (process 0 only)."""
     import jax
     import numpy as np
@@ -499,6 +500,7 @@ def save_games(directory: Path, iteration: int, moves, size: int, count: int) ->
     paths = []
     for game in range(min(count, moves.shape[1])):
         path = directory / f"it{iteration:05d}_game{game:03d}.psq"
-        write_psq(path, moves[:, game], size, trailer=(f"self-play iteration {iteration}",))
+        write_psq(path, moves[:, game], size, trailer=(f"self-play iteration {iteration}",),
+                  rule=rule)
         paths.append(path)
     return paths

@@ -20,6 +20,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from agz_jax.gomoku import RULES
+
 MAX_DEPTH = 8          # the API's bodies nest 2 deep (an object holding lists)
 
 
@@ -196,13 +198,13 @@ class Game:
     def info(self) -> dict:
         model = self.engine.model
         return {"model": model.name, "size": self.size, "rule": model.rules.rule,
-                "rules": ["freestyle", "standard"], "default_sims": self.default_sims,
+                "rules": list(RULES), "default_sims": self.default_sims,
                 "max_sims": self.engine.max_simulations, "top_moves": TOP_MOVES,
                 "step_ms": round(self.step_seconds * 1000.0), "search": self.engine.describe()}
 
     def _replay(self, moves: list[int], rule):
-        if rule not in ("freestyle", "standard"):
-            raise BadRequest(f"'rule' must be 'freestyle' or 'standard', got {rule[:40]!r}")
+        if rule not in RULES:
+            raise BadRequest(f"'rule' must be one of {', '.join(RULES)}, got {rule[:40]!r}")
         for i, a in enumerate(moves):
             if not 0 <= a < self.num_actions:
                 raise BadRequest(f"moves[{i}] = {a} is off the {self.size}x{self.size} board "
@@ -231,9 +233,31 @@ class Game:
         if winner >= 0:
             line = self._engine_mod.winning_line(rules, state.board, int(state.last_action))
         return {"done": bool(state.done), "winner": winner, "line": line,
-                "to_play": int(state.to_play)}
+                "to_play": int(state.to_play), "forbidden": self._forbidden(rules, state)}
+
+    def _forbidden(self, rules, state) -> dict[str, str]:
+        """Under renju with black to move: black's forbidden points, each with
+        its reason ({point: 'double three' | 'double four' | 'overline'})."""
+        if rules.rule != "renju" or bool(state.done) or int(state.to_play) != 0:
+            return {}
+        import numpy as np
+
+        from agz_jax import renju
+
+        board = np.asarray(state.board)
+        out = {}
+        for p in np.flatnonzero(self.engine.forbidden(rules, board)):
+            code = renju.foul_code(board, int(p))  # the deeper reading names the reason
+            if code:
+                out[str(int(p))] = renju.FOULS[code]
+        return out
 
     def _search(self, rules, state, sims: int, keep: bool = False):
+        trained = self.engine.model.rules.rule
+        if "renju" in (rules.rule, trained) and rules.rule != trained:
+            raise BadRequest(f"the model {self.engine.model.name!r} was trained on {trained} "
+                             f"and does not play {rules.rule}: choose {trained}, or start the "
+                             f"board with a {rules.rule} model (--model models/renju for renju)")
         with self._lock:
             seconds = self.step_seconds if keep else self.max_seconds
             return self.engine.analyse(rules, state, simulations=sims, keep=keep,
@@ -279,7 +303,7 @@ class Game:
     def load(self, body: dict) -> dict:
         _only(body, ("psq", "rule"))
         text = _field(body, "psq", str, required=True)
-        rule = _field(body, "rule", str, default=self.engine.model.rules.rule)
+        rule = _field(body, "rule", str, default=None)
         for lineno, line in enumerate(text.splitlines(), start=1):
             long = _LONG_NUMBER.search(line)
             if long:
@@ -297,9 +321,11 @@ class Game:
         if record.size != self.size:
             raise BadRequest(f"the record is for a {record.size}x{record.size} board; the "
                              f"model plays {self.size}x{self.size}")
+        rule = rule or record.rule or self.engine.model.rules.rule
         rules, state = self._replay(record.moves, rule)
         times = [min(max(int(t), 0), MAX_TIME_MS) for t in record.times_ms]
-        return {"moves": record.moves, "times": times, **self._status(rules, state)}
+        return {"moves": record.moves, "times": times, "rule": rule,
+                **self._status(rules, state)}
 
     def psq(self, body: dict) -> str:
         _only(body, ("moves", "times", "rule", "black", "white"))
@@ -318,7 +344,9 @@ class Game:
         fd, path = tempfile.mkstemp(suffix=".psq")
         os.close(fd)
         try:
-            self._records.write_psq(path, moves, self.size, times_ms=times, trailer=trailer)
+            self._records.write_psq(path, moves, self.size, times_ms=times, trailer=trailer,
+                                    rule=_field(body, "rule", str,
+                                                default=self.engine.model.rules.rule))
             return Path(path).read_text(encoding="utf-8")
         finally:
             os.unlink(path)

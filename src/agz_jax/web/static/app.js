@@ -164,10 +164,20 @@ function render() {
     cell.classList.toggle("last", a === last);
     cell.classList.toggle("win", won.has(a));
     cell.classList.toggle("hint", a === hint);
+    const foul = st && st.forbidden ? st.forbidden[a] : undefined;
+    cell.classList.toggle("forbidden", foul !== undefined);
     cell.setAttribute("aria-disabled", String(!placeable || stones.has(a)));
     for (const k of ["p", "rank", "move"]) delete cell.dataset[k];
     cell.title = cell.dataset.coord;
     parts.push(cell.dataset.coord);
+    if (foul !== undefined) {
+      const cross = document.createElement("div");
+      cross.className = "foul";
+      cross.textContent = "\u00d7";
+      children.push(cross);
+      cell.title += `: forbidden for black (${foul})`;
+      parts.push(`forbidden for black, ${foul}`);
+    }
     if (stones.has(a)) {
       const i = stones.get(a);
       const stone = document.createElement("div");
@@ -308,7 +318,7 @@ function renderMoves() {
 
 function remember(reply) {
   game.statuses.set(key(), { done: reply.done, winner: reply.winner, line: reply.line,
-                             to_play: reply.to_play });
+                             to_play: reply.to_play, forbidden: reply.forbidden || {} });
 }
 
 // Brings the page up to date with the position: the engine's move (play mode),
@@ -401,6 +411,11 @@ async function update() {
 
 function place(a) {
   if (!canPlace() || position().includes(a)) return;
+  const st = status();
+  if (st && st.forbidden && st.forbidden[a]) {  // renju: black may not play there
+    showError(`Black may not play ${coord(a)} under renju: ${st.forbidden[a]}.`);
+    return;
+  }
   showError("");
   game.note = "";
   game.line = position();
