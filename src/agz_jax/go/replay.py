@@ -104,8 +104,10 @@ class Batch(NamedTuple):
 
 class Positions(NamedTuple):
     """What the planes of a batch of positions need (leading axis [B]): the
-    ``State`` fields the features read, and ``seen`` uint32[B, T, 2], the sorted
-    hashes of the boards of the game so far (``EMPTY_SLOT`` after them)."""
+    ``State`` fields the features read; ``seen`` uint32[B, T, 2], hashes of
+    boards of the game, sorted, and ``seen_at`` int32[B, T], the first ply each
+    occurred at: a board repeats one of the game so far if its hash is in
+    ``seen`` from a ply <= ``num_moves`` (positional superko)."""
 
     board: jax.Array
     chain: jax.Array
@@ -115,6 +117,7 @@ class Positions(NamedTuple):
     played_at: jax.Array
     hash: jax.Array
     seen: jax.Array
+    seen_at: jax.Array
     rank: jax.Array
 
 
@@ -242,16 +245,24 @@ def replay(rules: Rules, actions: jax.Array, setup: jax.Array | None = None,
 def positions(before: State, hashes: jax.Array, game: jax.Array, ply: jax.Array,
               rank: jax.Array | None = None) -> Positions:
     """The positions before ``ply`` int32[B] of ``game`` int32[B] (indices into
-    ``replay``'s games), with their sorted board histories."""
+    ``replay``'s games), with their games' board histories (sorted once a game:
+    ``history``)."""
     pick = jax.tree.map(lambda x: x[ply, game], before)
-    t = hashes.shape[0]
-    hist = jnp.swapaxes(hashes[:, game], 0, 1)  # [B, T, 2]
-    hist = jnp.where((jnp.arange(t)[None, :] <= ply[:, None])[..., None], hist, EMPTY_SLOT)
-    hi, lo = jax.lax.sort((hist[..., 0], hist[..., 1]), dimension=1, num_keys=2)
-    seen = jnp.stack([hi, lo], axis=-1)
+    seen, seen_at = history(hashes)
     rank = jnp.full(game.shape, -1, jnp.int32) if rank is None else rank
     return Positions(pick.board, pick.chain, pick.to_play, pick.ko, pick.num_moves,
-                     pick.played_at, pick.hash, seen, rank)
+                     pick.played_at, pick.hash, seen[game], seen_at[game], rank)
+
+
+def history(hashes: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """(uint32[G, T, 2] each game's board hashes sorted, int32[G, T] the ply of
+    each): from ``replay``'s hashes [T, G, 2] of the board before each ply. Among
+    equal hashes the earliest ply sorts first, so a binary search finds it."""
+    t = hashes.shape[0]
+    hist = jnp.swapaxes(hashes, 0, 1)  # [G, T, 2]
+    at = jnp.broadcast_to(jnp.arange(t, dtype=jnp.int32), hist.shape[:2])
+    hi, lo, at = jax.lax.sort((hist[..., 0], hist[..., 1], at), dimension=1, num_keys=3)
+    return jnp.stack([hi, lo], axis=-1), at
 
 
 def of_state(rules: Rules, state: State) -> Positions:
@@ -259,7 +270,8 @@ def of_state(rules: Rules, state: State) -> Positions:
     ``seen`` with positional superko, else an empty history (simple ko only)."""
     seen = state.seen if rules.superko else jnp.full((1, 2), EMPTY_SLOT, jnp.uint32)
     return Positions(state.board, state.chain, state.to_play, state.ko, state.num_moves,
-                     state.played_at, state.hash, seen, state.rank)
+                     state.played_at, state.hash, seen, jnp.zeros(seen.shape[0], jnp.int32),
+                     state.rank)
 
 
 # --- the planes -----------------------------------------------------------------------
@@ -337,8 +349,8 @@ def legality(size: int, p: Positions) -> jax.Array:
     positional superko against ``p.seen``), as ``Rules.legal_mask``."""
     a = size * size
     move = analyse(size, p.board, p.chain, stone(p.to_play), p.ko, jnp.arange(a), p.hash)
-    at = lower_bound(p.seen, move.hash)
-    repeats = jnp.all(p.seen[jnp.minimum(at, p.seen.shape[0] - 1)] == move.hash, axis=-1)
+    at = jnp.minimum(lower_bound(p.seen, move.hash), p.seen.shape[0] - 1)
+    repeats = jnp.all(p.seen[at] == move.hash, axis=-1) & (p.seen_at[at] <= p.num_moves)
     return move.legal & ~repeats
 
 
@@ -612,5 +624,5 @@ def sampler(length: int, size: int = 19, batch_size: int = 128, per_game: int = 
 
 
 __all__ = ["Batch", "Positions", "Store", "after_move", "examples_at", "features",
-           "game_moves", "ladder_table", "ladders", "legality", "longest", "of_state",
+           "game_moves", "history", "ladder_table", "ladders", "legality", "longest", "of_state",
            "planes", "positions", "random_store", "replay", "sample_batch", "sampler", "store"]
