@@ -12,20 +12,26 @@ actions, ``row * size + col`` or ``size * size`` for the pass, concatenated in
    probability proportional to its examples and its positions uniformly within
    it, so every position is equally likely whatever ``per_game``; ``per_game=1``
    draws independent positions, a larger one replays fewer games per batch.
-2. ``replay`` plays the drawn games through ``go.rules.Rules.step`` (simple ko:
-   the stored games are legal, so superko is not re-checked move by move),
-   vmapped over the games, in one ``lax.scan`` over the plies, and keeps the
-   state before each ply; the drawn positions are gathered from it, with the
-   Zobrist hashes of the boards before each (positional superko's history,
-   sorted once per position).
+2. ``replay`` plays the drawn games, vmapped over the games, in one
+   ``lax.scan`` over the plies, and keeps the state before each ply: by
+   ``lean_step`` (default: ``board.place`` without the legality check and
+   without scatters, the same fields as ``Rules.step`` for legal games, tested)
+   or by ``Rules.step`` itself (``step="rules"``). Each game's board hashes are
+   sorted once (``history``) for positional superko; the drawn positions are
+   gathered from the scan's output.
 3. ``planes`` computes ``go.features.features``'s planes of each position, the
-   same numbers, with the per-move planes (liberties after the move, capture
-   size) by chain bitsets: O(A * A / 32) word operations per position instead
-   of ``features``'s ``vmap`` of ``board.place`` over every point. The ladder
-   plane is ``go.ladder``'s reader, vmapped over the positions (``ladder="vmap"``,
-   ``go.features``'s own way), over only the (move, prey) candidate pairs of the
-   batch packed into ``ladder_pool`` lanes (``"pool"``), or skipped (``"none"``:
-   the plane is zero).
+   same numbers (tested against the host path), with the per-move planes
+   (liberties after the move, capture size) by chain bitsets: O(A * A / 32)
+   word operations per position instead of ``features``'s ``vmap`` of
+   ``board.place`` over every point. The ladder plane (``ladder=``): the
+   batch's (move, prey) candidate pairs are packed into a pool, the pairs the
+   first two plies decide are decided at once (``first_plies``), the rest read
+   by ``go.ladder.read`` in lock-step (``"pool"``, for an accelerator) or one
+   after another (``"map"``, for a CPU, where a vmapped ``while_loop`` waits for
+   the longest reading); ``"auto"`` picks by backend, ``"vmap"`` is
+   ``go.features``'s way, ``"none"`` leaves the plane zero. Or the plane is
+   looked up: ``ladder_table`` computes it once for every stored position
+   (48 bytes a 19x19 position) into ``Store.ladder``.
 4. each example is put under one of the 8 symmetries drawn at random, planes and
    target alike, as ``go.movepred``'s training step does (``symmetries=False``
    leaves them as they are).
