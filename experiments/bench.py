@@ -6,7 +6,8 @@
     python -m experiments.bench --sections search,selfplay,bf16   # some sections only
 
 The bench runs in sections (``--sections``, default all, always in this order):
-search, train, baseline, forced, selfplay, routing, bf16, devices, mentor, position.
+search, train, baseline, forced, selfplay, routing, bf16, devices, mentor, position,
+renju.
 Each section's table lines go to stderr as soon as it finishes; the final table
 (or ``--json`` report) holds the sections that ran. A bench stopped by SIGTERM
 (a ``timeout``) or Ctrl-C still prints the report of the sections it finished,
@@ -58,7 +59,10 @@ web board run it: ``engine.Engine`` with PUCT on ``models/default``'s nets
 when ``--size`` is 15, one leaf a step against ``--leaves`` leaves a step in
 one batched net call with virtual loss, simulations/s on this machine's CPUs;
 and the net alone and a whole expansion at each batch size of ``--batches``,
-evaluations/s: what batching the leaves can gain at most).
+evaluations/s: what batching the leaves can gain at most), ``renju`` (renju
+against freestyle on the same positions with black to move: the legal mask
+with black's forbidden points, the mask with all the search's tactics, and
+self-play simulations/s with double nets).
 
 Every timing is the best of a few runs (the machine may be shared). No
 persistent compilation cache is used, since compile time is reported.
@@ -76,6 +80,7 @@ import sys
 import time
 
 import jax
+import jax.numpy as jnp
 
 from agz_jax import cli
 from agz_jax.config import SearchConfig
@@ -104,7 +109,7 @@ from experiments.bench_measures import (
 from experiments.bench_report import lookup, section_lines, table
 
 SECTIONS = ("search", "train", "baseline", "forced", "selfplay", "routing", "bf16", "devices",
-            "mentor", "position")
+            "mentor", "position", "renju")
 """Every section, in the order they run."""
 
 # Every number of the JSON's "results" (dotted paths) that a section reports; all
@@ -135,6 +140,10 @@ SECTION_KEYS = {
     "mentor": ("mentor.0.games_per_s", "mentor.0.moves_per_s", "mentor.1.games_per_s",
                "mentor.1.chunked_games_per_s"),
     "position": ("position.plain_sims_per_s", "position.best_speedup"),
+    "renju": tuple(f"renju.{k}" for k in (
+        "freestyle_mask_ms", "renju_mask_ms", "mask_cost", "freestyle_tactics_ms",
+        "renju_tactics_ms", "tactics_cost", "freestyle_sims_per_s", "renju_sims_per_s",
+        "search_cost")),
 }
 SPEEDUP_KEYS = tuple(f"{mode}.speedup_vs_baseline" for mode in MODES)
 """Reported when both ``search`` and ``baseline`` ran."""
@@ -365,6 +374,44 @@ def section_position(b: Bench) -> None:
     b.results["position"] = bench_position(b.positions[0], b.mixed, b.args, b.repeats)
 
 
+def section_renju(b: Bench) -> None:
+    """Renju against freestyle on the same positions (black to move): the legal
+    mask (black's forbidden points, ``agz_jax.renju``), the search's tactics,
+    and plain self-play."""
+    out = {}
+    black = b.states._replace(to_play=jnp.zeros_like(b.states.to_play))
+    for rule in ("freestyle", "renju"):
+        rules = Rules(b.args.size, rule)
+        log(f"renju: {rule}'s legal mask and tactics on {b.args.games} positions")
+        out[f"{rule}_mask_ms"] = 1e3 * time_search_moves(rules, black, b.repeats, b.reps, False)
+        out[f"{rule}_tactics_ms"] = 1e3 * time_search_moves(rules, black, b.repeats, b.reps,
+                                                            True, True, True)
+        nets, variables = b.nets("double")
+        log(f"renju: {rule} self-play")
+        out[f"{rule}_sims_per_s"] = bench_search(rules, nets, variables, b.states, b.args,
+                                                 b.repeats, b.reps)["sims_per_s"]
+    out["mask_cost"] = out["renju_mask_ms"] / out["freestyle_mask_ms"]
+    out["tactics_cost"] = out["renju_tactics_ms"] / out["freestyle_tactics_ms"]
+    out["search_cost"] = out["freestyle_sims_per_s"] / out["renju_sims_per_s"]
+    b.results["renju"] = out
+
+
+def renju_lines(res: dict) -> list[str]:
+    """The renju section's rows."""
+    r = res.get("renju", {})
+    if not r:
+        return []
+    return ["", "renju against freestyle (black to move; the cost is renju's time over "
+                "freestyle's)",
+            f"  {'':<34}{'freestyle':>10}{'renju':>10}{'cost':>8}",
+            f"  {'legal mask, ms a batch':<34}{r['freestyle_mask_ms']:>10.3f}"
+            f"{r['renju_mask_ms']:>10.3f}{r['mask_cost']:>7.1f}x",
+            f"  {'mask and all tactics, ms a batch':<34}{r['freestyle_tactics_ms']:>10.3f}"
+            f"{r['renju_tactics_ms']:>10.3f}{r['tactics_cost']:>7.1f}x",
+            f"  {'self-play simulations/s':<34}{r['freestyle_sims_per_s']:>10.0f}"
+            f"{r['renju_sims_per_s']:>10.0f}{r['search_cost']:>7.1f}x"]
+
+
 def position_lines(res: dict) -> list[str]:
     """The position section's rows (``bench_report`` has the others')."""
     r = res.get("position", {})
@@ -389,23 +436,30 @@ def position_lines(res: dict) -> list[str]:
     return lines
 
 
+LOCAL_LINES = {"position": position_lines, "renju": renju_lines}
+"""The sections whose rows this module writes (``bench_report`` has the others')."""
+
+
 def lines_of(name: str, results: dict, config: dict) -> list[str]:
-    """A section's table lines: ``bench_report``'s, or the position section's."""
-    return position_lines(results) if name == "position" else section_lines(name, results,
-                                                                             config)
+    """A section's table lines: ``bench_report``'s, or this module's (``LOCAL_LINES``)."""
+    if name in LOCAL_LINES:
+        return LOCAL_LINES[name](results)
+    return section_lines(name, results, config)
 
 
 def full_table(report: dict) -> str:
-    """``bench_report.table``, with the position section's rows before its footer."""
+    """``bench_report.table``, with the rows of ``LOCAL_LINES``' sections before its footer."""
     sections = report["sections"]
-    text = table({**report, "sections": [n for n in sections if n != "position"]})
-    if "position" not in sections:
+    local = [n for n in sections if n in LOCAL_LINES]
+    text = table({**report, "sections": [n for n in sections if n not in LOCAL_LINES]})
+    if not local:
         return text
     body, footer = text.rsplit("\n", 2)[0], text.rsplit("\n", 2)[1:]
+    rows = [line for n in local for line in LOCAL_LINES[n](report["results"])]
     return "\n".join([body.replace("sections: " + ", ".join(n for n in sections
-                                                              if n != "position"),
+                                                              if n not in LOCAL_LINES),
                                     "sections: " + ", ".join(sections)),
-                      *position_lines(report["results"]), *footer])
+                      *rows, *footer])
 
 
 SECTION_FNS = {"search": section_search, "train": section_train,
@@ -413,7 +467,7 @@ SECTION_FNS = {"search": section_search, "train": section_train,
                "forced": section_forced, "selfplay": section_selfplay,
                "routing": section_routing, "bf16": section_bf16,
                "devices": section_devices, "mentor": section_mentor,
-               "position": section_position}
+               "position": section_position, "renju": section_renju}
 assert tuple(SECTION_FNS) == SECTIONS
 
 

@@ -174,7 +174,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--force", action="store_true", help="replace an existing --out file")
     p.add_argument("--check", metavar="SET", default=None,
                    help="make nothing: black's score over an existing set (see above)")
+    p.add_argument("--renju-canonical", action="store_true",
+                   help="write the 26 canonical renju openings (openings.renju_canonical) "
+                        "to --out instead: no judge, they are not balanced")
     args = p.parse_args(argv)
+    if args.renju_canonical:
+        from agz_jax import openings as shipped
+
+        if args.out is None:
+            print("error: --renju-canonical needs --out FILE", file=sys.stderr)
+            return 2
+        problem = cli.out_file_problem(args.out, args.force)
+        if problem:
+            print(f"error: --out {args.out}: {problem}", file=sys.stderr)
+            return 2
+        args.out.write_text(shipped.format_set(shipped.renju_canonical(), 15, (
+            "The 26 canonical renju openings for 15x15 (black, white, black; white to move).\n"
+            f"Made by: python -m experiments.openings --renju-canonical --out {args.out}\n"
+            "The RIF opening rule: black on the centre, white next to it, orthogonally (13\n"
+            "direct openings) or diagonally (13 indirect), black's second stone in the central\n"
+            "5x5 square, one per class under the reflection that keeps the first two stones.\n"
+            "Not balanced: several are known wins for black; matches play each opening with\n"
+            "the colours swapped.")))
+        print(f"wrote {args.out}: 26 openings")
+        return 0
     if (args.out is None) == (args.check is None):
         print("error: give --out FILE to make a set, or --check SET to measure one",
               file=sys.stderr)

@@ -238,10 +238,6 @@ def plan(candidates: list[Candidate], nodes: list[int], seed: int, games: int,
 
 # -- playing ---------------------------------------------------------------------------------
 
-def rule_bits(rule: str) -> int:
-    return 1 if rule == "standard" else 0
-
-
 def play(candidates: list[Candidate], outside: list[str], nodes: list[int], *, seed: int,
          games: int, turn_ms: int, outside_turn_ms: int, openings, openings_name: str,
          ledger: Path, lines: list[dict], quiet_s: float = 0.05, grace_s: float = 3.0) -> int:
@@ -265,8 +261,8 @@ def play(candidates: list[Candidate], outside: list[str], nodes: list[int], *, s
     played = 0
     outside_dir = Path(outside[0]).resolve().parent if os.sep in outside[0] else None
     ours_settings = piskvork.Settings(
-        size=size, rule=rule_bits(rule), timeout_turn_ms=turn_ms or None, thread_num=None,
-        grace_s=grace_s, quiet_s=quiet_s)
+        size=size, rule=piskvork_games.rule_bits(rule), timeout_turn_ms=turn_ms or None,
+        thread_num=None, grace_s=grace_s, quiet_s=quiet_s)
     by_candidate: dict[str, list[Match]] = {}
     for m in matches:
         by_candidate.setdefault(m.candidate.name, []).append(m)
@@ -274,7 +270,7 @@ def play(candidates: list[Candidate], outside: list[str], nodes: list[int], *, s
         with piskvork.Piskvork(its[0].candidate.argv, name, ours_settings, cwd=ROOT) as ours:
             for m in its:
                 theirs_settings = piskvork.Settings(
-                    size=size, rule=rule_bits(rule), timeout_turn_ms=outside_turn_ms,
+                    size=size, rule=piskvork_games.rule_bits(rule), timeout_turn_ms=outside_turn_ms,
                     max_node=m.nodes, thread_num=1, grace_s=grace_s, quiet_s=quiet_s,
                     start_timeout_s=60.0)
                 with piskvork.Piskvork(outside, m.opponent, theirs_settings,

@@ -265,3 +265,25 @@ def test_a_threat_on_a_forbidden_point_is_no_threat():
     free = jax.jit(lambda b: tactics.threat_value(Rules(SIZE, "freestyle"), b, jnp.int8(1),
                                                   0.95))(board)
     assert not bool(value[0]) and bool(free[0])
+
+
+def test_the_renju_opening_set_is_the_26_canonical_openings():
+    from agz_jax import openings
+    shipped = openings.load("renju15", SIZE)
+    assert np.array_equal(shipped, openings.renju_canonical(SIZE)) and shipped.shape == (26, 3)
+    centre = 7 * SIZE + 7
+    assert (shipped[:, 0] == centre).all()
+    assert (shipped[:13, 1] == 6 * SIZE + 7).all() and (shipped[13:, 1] == 6 * SIZE + 8).all()
+    rows, cols = shipped[:, 2] // SIZE, shipped[:, 2] % SIZE
+    assert ((abs(rows - 7) <= 2) & (abs(cols - 7) <= 2)).all()
+    assert len({tuple(o) for o in shipped.tolist()}) == 26
+
+
+def test_a_referee_under_renju_gives_black_the_loss_for_a_forbidden_move():
+    from agz_jax.piskvork_games import Referee, rule_bits, rule_name
+    board, p = diagram(TEXTBOOK["two open threes crossing: double three"][0])
+    referee = Referee(SIZE, "renju")
+    assert referee.foul(board, p) == "double three"
+    assert Referee(SIZE, "freestyle").foul(board, p) is None
+    assert [rule_name(rule_bits(r)) for r in ("freestyle", "standard", "renju")] == [
+        "freestyle", "standard", "renju"]

@@ -97,6 +97,32 @@ def format_set(moves: np.ndarray, size: int, header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def renju_canonical(size: int = 15) -> np.ndarray:
+    """int32[26, 3]: the 26 canonical renju openings (the RIF's opening rule):
+    black on the centre, white next to it, orthogonally (13 *direct* openings)
+    or diagonally (13 *indirect*), and black's second stone anywhere else in
+    the central 5x5 square, one opening per class under the reflection that
+    keeps the first two stones in place. Direct first, each group in row-major
+    order of the third stone."""
+    c = size // 2
+    out = []
+    for white, mirror in (((c - 1, c), lambda dr, dc: (dr, -dc)),  # direct: white above
+                          ((c - 1, c + 1), lambda dr, dc: (-dc, -dr))):  # indirect
+        seen = set()
+        for dr in range(-2, 3):
+            for dc in range(-2, 3):
+                point = (c + dr, c + dc)
+                if point in ((c, c), white):
+                    continue
+                mr, mc = mirror(dr, dc)
+                key = min(point, (c + mr, c + mc))
+                if key in seen:
+                    continue
+                seen.add(key)
+                out.append([c * size + c, white[0] * size + white[1], key[0] * size + key[1]])
+    return np.asarray(out, np.int32)
+
+
 def translated(moves: np.ndarray, size: int, shift: int) -> np.ndarray:
     """int32[K', M]: each opening of ``moves`` int32[K, M] moved by every (rows,
     columns) offset in [-shift, shift]^2 that keeps all its stones on the board,

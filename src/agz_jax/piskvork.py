@@ -97,7 +97,7 @@ class Settings:
 
     Attributes:
       size: the board (``START size``).
-      rule: ``INFO rule``: 0 freestyle (five or more wins), 1 exactly five.
+      rule: ``INFO rule``: 0 freestyle (five or more wins), 1 exactly five, 4 renju.
       timeout_turn_ms: ``INFO timeout_turn``; None: not sent (no turn limit).
       timeout_match_ms: ``INFO timeout_match`` (0: no match limit); ``INFO
         time_left`` is sent with it at every game (``UNLIMITED_MS`` for 0).

@@ -9,7 +9,9 @@ project's rules.
 ``play_game`` plays one game between two managers from an opening (actions
 already on the board, black first), referees it with the project's rules
 (``agz_jax.gomoku.Rules.is_win``: five or more in a row for freestyle, a full
-board a draw) and counts an engine's failure as its loss, the reason kept.
+board a draw; under renju a black move on a forbidden point loses, as in
+Gomocup's renju league) and counts an engine's failure as its loss, the reason
+kept.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ BLACK, WHITE, DRAW = 0, 1, -1
 class Game(NamedTuple):
     """One finished game. ``winner``: ``BLACK`` (0), ``WHITE`` (1) or ``DRAW``
     (-1); ``moves``: every action from the empty board, the opening's first;
-    ``reason``: ``five``, ``full board``, or the failure of the engine that lost
+    ``reason``: ``five``, ``full board``, ``forbidden (double three)`` (and the
+    other fouls, renju), or the failure of the engine that lost
     (``failed``: its colour; None when nobody failed)."""
 
     winner: int
@@ -35,6 +38,16 @@ class Game(NamedTuple):
     failed: int | None
     failure: str | None  # the EngineError's kind ("timeout", "illegal", ...)
     seconds: float
+
+
+def rule_name(bits: int) -> str:
+    """The rule of a Piskvork ``INFO rule`` value (bit 4 renju, bit 1 exactly five)."""
+    return "renju" if bits & 4 else "standard" if bits & 1 else "freestyle"
+
+
+def rule_bits(rule: str) -> int:
+    """``INFO rule`` of a rule name: 0 freestyle, 1 standard, 4 renju."""
+    return {"freestyle": 0, "standard": 1, "renju": 4}[rule]
 
 
 class Referee:
@@ -54,6 +67,16 @@ class Referee:
         white) make a winning line?"""
         return bool(self._is_win(board, action))
 
+    def foul(self, board, action: int) -> str | None:
+        """Under renju, why black's move on the empty point ``action`` of
+        ``board`` is forbidden (None when it is not, or not renju)."""
+        if self.rules.rule != "renju":
+            return None
+        from agz_jax import renju
+
+        code = renju.foul_code(board, action)
+        return renju.FOULS[code] if code else None
+
 
 def play_game(black: Piskvork, white: Piskvork, opening: Sequence[int] = (),
               referee: Referee | None = None) -> Game:
@@ -72,7 +95,7 @@ def play_game(black: Piskvork, white: Piskvork, opening: Sequence[int] = (),
     if white.settings.size != size:
         raise ValueError(f"the engines play different boards: {size} and "
                          f"{white.settings.size}")
-    referee = referee or Referee(size, "standard" if black.settings.rule & 1 else "freestyle")
+    referee = referee or Referee(size, rule_name(black.settings.rule))
     t0 = time.monotonic()
     board = np.zeros(size * size, np.int8)
     moves = [int(a) for a in opening]
@@ -106,7 +129,10 @@ def play_game(black: Piskvork, white: Piskvork, opening: Sequence[int] = (),
             seen[colour] = True
         except EngineError as e:
             return over(1 - colour, str(e), colour, e.kind)
+        foul = referee.foul(board, action) if colour == BLACK else None
         moves.append(action)
+        if foul:
+            return over(WHITE, f"forbidden ({foul})")
         board[action] = 1 if colour == BLACK else -1
         if referee.is_win(board, action):
             return over(colour, "five")
