@@ -287,3 +287,19 @@ def test_a_referee_under_renju_gives_black_the_loss_for_a_forbidden_move():
     assert Referee(SIZE, "freestyle").foul(board, p) is None
     assert [rule_name(rule_bits(r)) for r in ("freestyle", "standard", "renju")] == [
         "freestyle", "standard", "renju"]
+
+
+def test_the_mentor_under_renju_never_plays_a_forbidden_point():
+    from agz_jax.mentor import Mentor
+    boards = np.stack([b for b in renju_check.boards("line_boards", seed=9, count=40)])
+    forbidden = np.asarray(jax.jit(jax.vmap(renju.forbidden))(jnp.asarray(boards)))
+    keep = forbidden.any(axis=1)
+    boards = jnp.asarray(boards[keep][:16])
+    states = jax.vmap(lambda b: RULES.init()._replace(board=b, num_moves=jnp.sum(b != 0)))(boards)
+    for level in (0, 1):
+        moves = np.asarray(jax.jit(Mentor(RULES, level).act)(jax.random.PRNGKey(level), states))
+        assert not forbidden[keep][:16][np.arange(len(moves)), moves].any(), level
+    # Freestyle would: it takes some of these points (their overlines and double fours).
+    free = np.asarray(jax.jit(Mentor(Rules(SIZE, "freestyle"), 1).act)(jax.random.PRNGKey(1),
+                                                                       states))
+    assert forbidden[keep][:16][np.arange(len(free)), free].any()

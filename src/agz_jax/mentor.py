@@ -63,7 +63,9 @@ broken at random by the key.
 
 Everything is int32, so the plain-Python reference in ``tests/reference_mentor.py``
 must agree exactly (same values, same best moves). The mentor knows freestyle
-patterns only; ``standard`` rules are refused.
+patterns; under renju it reads them the same way but never plays black's
+forbidden points nor takes them for black's threats (``agz_jax.renju``), and
+``standard`` rules are refused.
 """
 
 from __future__ import annotations
@@ -252,6 +254,11 @@ def features(rules: Rules, board: jax.Array, to_play: jax.Array):
         (jnp.sum(cls >= 4, -1) >= 1) & (jnp.sum(cls == 3, -1) >= 1))
     combo_me = empty & win_combo(cls_me)
     threat_opp = empty & ((best_opp == 5) | win_combo(cls_opp))
+    # Renju: black's forbidden points are no moves of black's and no threats
+    # of black's (an overline there is no five); none under the other rules.
+    mine, theirs = rules.forbidden(board, me), rules.forbidden(board, -me)
+    five_me, open_four_me, combo_me = five_me & ~mine, open_four_me & ~mine, combo_me & ~mine
+    five_opp, threat_opp = five_opp & ~theirs, threat_opp & ~theirs
     tier = jnp.select([five_me, five_opp, open_four_me, combo_me, threat_opp],
                       [5, 4, 3, 2, 1], 0).astype(jnp.int32)
 
@@ -259,7 +266,7 @@ def features(rules: Rules, board: jax.Array, to_play: jax.Array):
     near = jnp.any(stones[jnp.asarray(near_table(rules.size))], axis=-1)
     centre = (rules.size // 2) * rules.size + rules.size // 2
     no_stones = ~jnp.any(board != 0)
-    near = near | (no_stones & (jnp.arange(rules.num_actions) == centre))
+    near = (near | (no_stones & (jnp.arange(rules.num_actions) == centre))) & ~mine
     return {
         "tier": tier,
         "value": 5 * att_me + 4 * att_opp,
@@ -373,8 +380,8 @@ class Mentor:
     beam: int | None = None  # candidates searched per node (None: DEFAULT_BEAM[level])
 
     def __post_init__(self):
-        if self.rules.rule != "freestyle":
-            raise ValueError(f"the mentor knows freestyle patterns only, not "
+        if self.rules.rule not in ("freestyle", "renju"):
+            raise ValueError(f"the mentor knows freestyle and renju, not "
                              f"rule {self.rules.rule!r}")
         if not isinstance(self.level, int) or not 0 <= self.level <= MAX_LEVEL:
             raise ValueError(f"mentor level must be an integer in 0..{MAX_LEVEL}, "
@@ -406,7 +413,9 @@ class Mentor:
         best = values == jnp.max(values)
         noise = jax.random.uniform(key, values.shape)
         pick = jnp.argmax(jnp.where(best & valid, noise, -1.0))
-        legal_any = jnp.argmax(state.board == 0)  # a full board or no candidate
+        # A full board or no candidate: the first point black (renju) may play.
+        legal_any = jnp.argmax((state.board == 0)
+                               & ~self.rules.forbidden(state.board, stone(state.to_play)))
         return jnp.where(jnp.any(valid), moves[pick], legal_any).astype(jnp.int32)
 
     def act(self, key: jax.Array, states: State) -> jax.Array:
