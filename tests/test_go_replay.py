@@ -109,6 +109,9 @@ def test_store_counts_examples_not_passes():
     assert RP.longest([0, 2, 2, 5, 6]) == 3
     with pytest.raises(ValueError):
         RP.store(moves, [0, 7])
+    part, at = RP.subset(moves, [0, 2, 2, 5, 6], [3, 0, 1])
+    np.testing.assert_array_equal(part, [7, 3, 81])
+    np.testing.assert_array_equal(at, [0, 1, 3, 3])
 
 
 def test_draw_is_uniform_over_examples():

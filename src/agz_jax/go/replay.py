@@ -149,6 +149,18 @@ def store(moves, offsets, setup=None, rank=None, size: int | None = None) -> Sto
                  None if rank is None else jnp.asarray(rank, jnp.int32))
 
 
+def subset(moves, offsets, games) -> tuple[np.ndarray, np.ndarray]:
+    """(moves, offsets) of the ``games`` (indices, in the order given) of a
+    store's host arrays: e.g. the training and the held-out games of a split
+    by game (``agz_jax.supervised.split_by_game`` over the games)."""
+    moves, offsets = np.asarray(moves), np.asarray(offsets, np.int64)
+    games = np.asarray(games, np.int64)
+    lengths = offsets[games + 1] - offsets[games]
+    parts = [moves[offsets[g]:offsets[g + 1]] for g in games]
+    return (np.concatenate(parts) if parts else moves[:0],
+            np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64))
+
+
 def longest(offsets) -> int:
     """The plies of the longest game (``T``, a static shape)."""
     return int(np.max(np.diff(np.asarray(offsets)))) if len(offsets) > 1 else 0
@@ -631,4 +643,5 @@ def sampler(length: int, size: int = 19, batch_size: int = 128, per_game: int = 
 
 __all__ = ["Batch", "Positions", "Store", "after_move", "examples_at", "features",
            "game_moves", "history", "ladder_table", "ladders", "legality", "longest", "of_state",
-           "planes", "positions", "random_store", "replay", "sample_batch", "sampler", "store"]
+           "planes", "positions", "random_store", "replay", "sample_batch", "sampler", "store",
+           "subset"]
