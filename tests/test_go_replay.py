@@ -109,6 +109,8 @@ def test_store_counts_examples_not_passes():
     assert RP.longest([0, 2, 2, 5, 6]) == 3
     with pytest.raises(ValueError):
         RP.store(moves, [0, 7])
+    with pytest.raises(ValueError, match="no move on the board"):
+        RP.store(np.array([81, 81], np.int16), [0, 2], size=9)
     part, at = RP.subset(moves, [0, 2, 2, 5, 6], [3, 0, 1])
     np.testing.assert_array_equal(part, [7, 3, 81])
     np.testing.assert_array_equal(at, [0, 1, 3, 3])
@@ -197,6 +199,7 @@ def test_first_plies_agree_with_the_reader():
     assert set(quick[valid]) == {-1, 0, 1} and full[decided].any()
 
 
+@pytest.mark.long
 def test_bench_replay_rows(capsys):
     from experiments import go_bench
 

@@ -142,6 +142,8 @@ def store(moves, offsets, setup=None, rank=None, size: int | None = None) -> Sto
         size = int(round(np.sqrt(np.asarray(setup).shape[1]))) if setup is not None else 19
     on_board = (moves >= 0) & (moves < size * size)
     examples = np.flatnonzero(on_board).astype(np.int32)
+    if not len(examples):
+        raise ValueError("the store holds no move on the board: no examples to draw")
     first = np.searchsorted(examples, offsets).astype(np.int32)
     return Store(jnp.asarray(moves, jnp.int16), jnp.asarray(offsets, jnp.int32),
                  jnp.asarray(examples), jnp.asarray(first),
