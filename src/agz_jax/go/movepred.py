@@ -158,6 +158,15 @@ def _save_checkpoint(path: Path, step: int, params, opt_state, history: list) ->
     hist.write_text(json.dumps(history))
 
 
+def load_checkpoint(path: Path, params, opt_state) -> tuple[int, object, object, list]:
+    """(step, params, opt_state, history) of ``_save_checkpoint``'s ``path``;
+    ``params`` and ``opt_state`` give the structure."""
+    saved = flax.serialization.from_bytes(
+        {"step": 0, "params": params, "opt_state": opt_state}, path.read_bytes())
+    history = json.loads(path.with_name("history.json").read_text())
+    return int(saved["step"]), saved["params"], saved["opt_state"], history
+
+
 def train(config: net_lib.NetConfig, tc: TrainConfig, data: Data, train_mask: np.ndarray,
           out: Path | None = None, log: Callable[[dict], None] | None = None,
           resume: bool = False):
