@@ -231,8 +231,9 @@ def board_of(players: list[tuple[str, Spec]], args: argparse.Namespace) -> tuple
                               f"({rule}); drop --rule")
     else:
         size, rule = args.size or 15, args.rule or "freestyle"
-    if rule != "freestyle" and any(s.kind == "mentor" for _, s in players):
-        raise ConfigError(f"the mentor knows freestyle patterns only; this match is {rule}")
+    if rule == "standard" and any(s.kind == "mentor" for _, s in players):
+        raise ConfigError("the mentor knows freestyle and renju, not standard: this match "
+                          "is standard")
     if args.opening_plies > size * size:
         raise ConfigError(f"--opening-plies {args.opening_plies} exceeds the "
                           f"{size * size} points of the board")

@@ -108,7 +108,7 @@ def test_bad_inputs(ckpt, tmp_path, capsys):
     cases = [
         (["--a", "mentor:4", *rnd], "mentor level must be in 0..3"),
         (["--a", "mentor:x", *rnd], "mentor needs a level"),
-        (["--a", "mentor:1", *rnd, "--rule", "standard"], "freestyle patterns only"),
+        (["--a", "mentor:1", *rnd, "--rule", "standard"], "freestyle and renju, not standard"),
         (["--a", "alphabeta", *rnd], "unknown player kind"),
         (["--a", "random:3", *rnd], "takes no argument"),
         (["--a", "policy:", *rnd], "needs a model"),

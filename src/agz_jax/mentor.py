@@ -256,7 +256,8 @@ def features(rules: Rules, board: jax.Array, to_play: jax.Array):
     threat_opp = empty & ((best_opp == 5) | win_combo(cls_opp))
     # Renju: black's forbidden points are no moves of black's and no threats
     # of black's (an overline there is no five); none under the other rules.
-    mine, theirs = rules.forbidden(board, me), rules.forbidden(board, -me)
+    black = rules.forbidden(board)  # black's forbidden points (renju), read once
+    mine, theirs = black & (me == 1), black & (me == -1)
     five_me, open_four_me, combo_me = five_me & ~mine, open_four_me & ~mine, combo_me & ~mine
     five_opp, threat_opp = five_opp & ~theirs, threat_opp & ~theirs
     tier = jnp.select([five_me, five_opp, open_four_me, combo_me, threat_opp],
