@@ -39,10 +39,14 @@ replies):
   ``INFO`` line gets no reply, a bad ``DONE`` line still ends its block.
 
 Rules: ``INFO rule`` bit 1 (``rule & 1``) asks for *exactly five* (the
-``standard`` rule), otherwise five or more wins (``freestyle``). The search and
-the tactical guard follow the game's rule whatever rule the model was trained
-on (said in a ``MESSAGE`` when they differ); continuous games, renju and caro
-(bits 2, 4 and 8) are not supported (a ``MESSAGE``; play goes on without them).
+``standard`` rule), otherwise five or more wins (``freestyle``); bit 4 asks for
+renju (``agz_jax.renju``: black's forbidden moves are refused from the manager
+and never played). The search and the tactical guard follow the game's rule
+whatever rule the model was trained on (said in a ``MESSAGE`` when they
+differ), except that renju is played only by a renju model and a renju model
+plays only renju (otherwise every move is refused with an ``ERROR`` naming both
+rules); continuous games and caro (bits 2 and 8) are not supported (a
+``MESSAGE``; play goes on without them).
 The board size must be the model's (the net's heads are sized for it).
 
 Time (``move_budget_ms``): a move's budget is ``min(timeout_turn, time_left /
@@ -54,8 +58,8 @@ search runs in chunks of simulations and stops when the next chunk would
 overrun the budget. ``timeout_turn 0`` means "as fast as possible" (the net's
 own choice, guarded); ``time_left`` may be negative (out of time: as fast as
 possible) and 2147483647 means unlimited; ``timeout_match 0`` is no limit.
-Everything is compiled at ``START`` (once for both rules: the rule is a
-run-time flag) and kept in the persistent XLA cache, so the next process
+Everything is compiled at ``START`` (once for freestyle and standard: the
+rule is a run-time flag; renju compiles its own set when asked) and kept in the persistent XLA cache, so the next process
 starts faster.
 
 Search: under a time limit the search uses the move's whole budget: it runs
