@@ -17,11 +17,22 @@ kind  name             the side to move (A) ...                  pi on   z
 A is the side to move and B the opponent. For a player P:
 
 * ``W(P)``: the empty points where P makes a five at once (per the rule;
-  'standard' needs exactly five).
+  'standard' needs exactly five; 'renju' exactly five for black, five or more
+  for white).
 * ``D(P)``: the empty points where P makes two or more winning points at once
   (an open four, or a double four). When neither side has a winning point,
   playing a point of ``D(A)`` wins by force in three plies, and these are
   exactly the moves that do.
+
+Renju: black's forbidden points (``Rules.forbidden``: overline, double four,
+double three) are no moves of black's, so not in black's ``D`` (a double four
+is forbidden; so is an open four that is also a double three) and never a
+black label point (a block black may not play is no block). Black's ``W``
+points are never forbidden (an exact five wins). Every rule below reads ``W``
+and ``D`` so, per colour; "after the block B has no ``D`` point" reads B's
+forbidden points on the board after the block. White's ``D`` is still only
+its open and double fours: a four whose five point black may not block is not
+counted (nor labelled) as a win.
 
 Label rules. Every position is checked *after* the noise is added, on the
 whole board; a position that fails its kind's rule is resampled (see
@@ -37,7 +48,8 @@ whole board; a position that fails its kind's rule is resampled (see
   is not also a winning attack, so z = 0 is not an underestimate) and after
   the block B has no ``D`` point (the block holds for three plies; checked
   exactly when B's ``D`` points before the block are all on the template's
-  points, and such positions only are kept).
+  points, and such positions only are kept; under renju this placement
+  condition reads black's forbidden double-threat points too).
 * three attack: ``W(A)`` and ``W(B)`` empty, ``D(A)`` not empty. pi is spread
   over ``D(A)``: every move that wins within three plies.
 * three defence: ``W(A)``, ``W(B)`` and ``D(A)`` empty, ``D(B)`` not empty,
@@ -296,7 +308,7 @@ def _add_noise(rules: Rules, cfg: BasicRulesConfig, u, colour, placed: _Placed):
     return board, jnp.sum(free) >= noise_me + noise_opp
 
 
-def _line_blocks(rules: Rules, board, me, counts_opp, placed: _Placed, standard: bool):
+def _line_blocks(rules: Rules, board, me, counts_opp, placed: _Placed, standard):
     """bool[A]: the points m near the pattern on its line after which B (-me) has
     no double-threat point among the template's points.
 
@@ -306,6 +318,12 @@ def _line_blocks(rules: Rules, board, me, counts_opp, placed: _Placed, standard:
     flanks) and B's threats along it recounted with each candidate m played,
     the other three directions' counts kept from ``counts_opp`` [4, H, W].
     Exact for "no D(B) point is left" when D(B) lies within the template.
+
+    ``standard``: B's reading of a five (``threat_maps``; traced under renju).
+    Under renju, when B is black, its points that are forbidden once m is
+    played (``Rules.forbidden`` of the whole board after m) are no D points: a
+    stone of A changes no run of B, so B's D points after m are among those
+    before it, and only their forbidden status needs the board read again.
     """
     size, a = rules.size, rules.num_actions
     dr, dc = jnp.asarray(DIRECTIONS)[placed.d]
@@ -323,6 +341,10 @@ def _line_blocks(rules: Rules, board, me, counts_opp, placed: _Placed, standard:
         after = line.at[m].set(me)
         again = threat_counts(after[None, :], -me, standard, dirs=(0,))[0, 0]  # along
         left = template & (after == 0) & (others + again >= 2)
+        if rules.rule == "renju":
+            played = board.at[points[m]].set(me.astype(board.dtype), mode="drop")
+            barred = jnp.concatenate([rules.forbidden(played, -me), jnp.zeros(1, bool)])
+            left = left & ~barred[points]
         return ~jnp.any(left)
 
     good = (line[cand] == 0) & jax.vmap(blocks)(cand)
@@ -342,29 +364,41 @@ def _candidate(rules: Rules, cfg: BasicRulesConfig, kind, u):
     (State, policy float32[A], valid, symmetry, direction). The label rules are
     the module docstring's."""
     size, a = rules.size, rules.num_actions
-    standard = rules.rule == "standard"
     colour = _colour(cfg, kind, u[_U_COLOUR])
     placed = _place(rules, kind, u, colour)
     board, enough = _add_noise(rules, cfg, u, colour, placed)
 
     me = stone(colour).astype(jnp.int32)
-    win, counts, five = jax.vmap(threat_maps, in_axes=(None, 0, None))(
-        board.reshape(size, size), jnp.stack([me, -me]), standard)
+    if rules.rule == "renju":  # exactly five for black, five or more for white
+        exact, exact_axis = jnp.stack([me == 1, me == -1]), 0
+    else:
+        exact, exact_axis = rules.rule == "standard", None
+    win, counts, five = jax.vmap(threat_maps, in_axes=(None, 0, exact_axis))(
+        board.reshape(size, size), jnp.stack([me, -me]), exact)
     win = win.reshape(2, a)
     dbl = counts.sum(1).reshape(2, a) >= 2  # D, where W is empty
     win_me, win_opp, dbl_me, dbl_opp = win[0], win[1], dbl[0], dbl[1]
     any_ = jnp.any
     template = jnp.zeros(a + 1, bool).at[placed.cells].set(True)[:a]
     along = jnp.take(counts[1], placed.d, axis=0).reshape(a) >= 2
-    blocks = _line_blocks(rules, board, me, counts[1], placed, standard)
+    blocks = _line_blocks(rules, board, me, counts[1], placed,
+                          exact if exact_axis is None else exact[1])
+    # where D(B) may lie: read on all of B's double-threat points (under renju
+    # black's forbidden ones too: the cut-out's exactness needs them)
     opp_in_template = ~any_(dbl_opp & ~template)
+    opp_along = ~any_(dbl_opp & ~along)
+    if rules.rule == "renju":  # black's forbidden points: neither its D points nor its moves
+        barred = rules.forbidden(board)  # black's (its W points are never among them)
+        barred_me, barred_opp = barred & (me == 1), barred & (me == -1)
+        dbl_me, dbl_opp = dbl_me & ~barred_me, dbl_opp & ~barred_opp
+        blocks = blocks & ~barred_me  # so a four defence's block is a move A may play
     quiet = ~any_(win_me) & ~any_(win_opp)
     rules_ok = jnp.stack([
         any_(win_me),
         ~any_(win_me) & ~any_(dbl_me) & (jnp.sum(win_opp) == 1) & any_(win_opp & blocks)
         & opp_in_template,
         quiet & any_(dbl_me),
-        quiet & ~any_(dbl_me) & any_(dbl_opp) & opp_in_template & ~any_(dbl_opp & ~along)
+        quiet & ~any_(dbl_me) & any_(dbl_opp) & opp_in_template & opp_along
         & any_(blocks),
     ])[kind]
     label = jnp.stack([win_me, win_opp, dbl_me, blocks])[kind]

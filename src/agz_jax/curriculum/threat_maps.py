@@ -30,7 +30,7 @@ def _pad(x: jax.Array) -> jax.Array:
     return jnp.pad(x, _PAD, constant_values=False)
 
 
-def _windows(board: jax.Array, s, standard: bool, dirs=range(4)):
+def _windows(board: jax.Array, s, standard: bool | jax.Array, dirs=range(4)):
     """Player ``s``'s (+1/-1) 5-point windows, by start point and direction.
 
     Window (d, r, c) is the points (r, c) + k * DIRECTIONS[d], k = 0..4; a
@@ -39,7 +39,9 @@ def _windows(board: jax.Array, s, standard: bool, dirs=range(4)):
     empty point wins), ``three`` (3 stones, 2 empty: playing one empty makes the
     other a winning point), ``five`` (5 stones of s). Under 'standard' a window
     counts for ``four``/``three`` only when the points just outside it are not
-    s (else its five would be an overline).
+    s (else its five would be an overline). ``standard`` is a Python bool (the
+    rule's reading, fixed when traced) or a traced bool[] (renju reads black
+    with exactly five and white with five or more, the side chosen at run time).
     """
     shape = board.shape
     own = _pad(board == s)
@@ -51,8 +53,11 @@ def _windows(board: jax.Array, s, standard: bool, dirs=range(4)):
         total = sum(_shift(code, k * dr, k * dc, shape) for k in range(5))
         n_own, n_emp = total % 8, total // 8
         ok = jnp.ones(shape, bool)
-        if standard:
-            ok = ~_shift(own, -dr, -dc, shape) & ~_shift(own, 5 * dr, 5 * dc, shape)
+        if isinstance(standard, bool):
+            if standard:
+                ok = ~_shift(own, -dr, -dc, shape) & ~_shift(own, 5 * dr, 5 * dc, shape)
+        else:  # traced (renju): exactly five for black, five or more for white
+            ok = ~(standard & (_shift(own, -dr, -dc, shape) | _shift(own, 5 * dr, 5 * dc, shape)))
         four.append((n_own == 4) & (n_emp == 1) & ok)
         three.append((n_own == 3) & (n_emp == 2) & ok)
         five.append(n_own == 5)
@@ -89,7 +94,7 @@ def _counts(board: jax.Array, three: jax.Array, dirs=range(4)) -> jax.Array:
     return jnp.stack(counts) * (board == 0)[None].astype(jnp.int32)
 
 
-def threat_maps(board: jax.Array, s, standard: bool):
+def threat_maps(board: jax.Array, s, standard: bool | jax.Array):
     """Player s's threats on an [H, W] board: (win bool[H, W], counts int32[4, H, W],
     five bool[]).
 
@@ -102,6 +107,8 @@ def threat_maps(board: jax.Array, s, standard: bool):
       number of winning points s has after playing n, and D(s) is where it is
       2 or more.
     five: s has a run of five or more on the board.
+    ``standard``: only exactly five wins (a Python bool or a traced bool[], see
+    ``_windows``).
     """
     four, three, five = _windows(board, s, standard)
     win = jnp.zeros(board.shape, bool)
@@ -111,6 +118,6 @@ def threat_maps(board: jax.Array, s, standard: bool):
     return win & (board == 0), _counts(board, three), jnp.any(five)
 
 
-def threat_counts(board: jax.Array, s, standard: bool, dirs=range(4)) -> jax.Array:
+def threat_counts(board: jax.Array, s, standard: bool | jax.Array, dirs=range(4)) -> jax.Array:
     """int32[len(dirs), H, W]: the ``counts`` of ``threat_maps``, for the directions given."""
     return _counts(board, _windows(board, s, standard, dirs)[1], dirs)
