@@ -40,7 +40,7 @@ def read_metrics(run_dir):
         (["--search.num-simulations", "-1"], "search.num_simulations"),
         (["--decay.gamma", "1.5"], "decay.gamma"),
         (["--decay.gamma", "0"], "decay.gamma"),
-        (["--game.rule", "renju"], "game.rule"),
+        (["--game.rule", "caro"], "game.rule"),
         (["--gating.num-games", "3"], "gating.num_games"),
     ],
 )

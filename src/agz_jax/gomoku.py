@@ -184,7 +184,7 @@ def five_count_table(rule: str) -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class Rules:
-    """The game: board ``size`` (5..19) and ``rule`` ('freestyle' or 'standard')."""
+    """The game: board ``size`` (5..19) and ``rule`` ('freestyle', 'standard' or 'renju')."""
 
     size: int = 15
     rule: str = "freestyle"

@@ -33,7 +33,8 @@ class GameConfig(Section):
     size: int = setting(15, integer(MIN_SIZE, MAX_SIZE))
     """Board side, 5..19."""
     rule: str = setting("freestyle", one_of(RULES))
-    """'freestyle' (five or more wins, the paper's) or 'standard' (exactly five)."""
+    """'freestyle' (five or more wins, the paper's), 'standard' (exactly five) or
+    'renju' (black: exactly five, no double three, double four or overline)."""
 
 
 @dataclass(frozen=True)
