@@ -7,7 +7,7 @@ Each generator (random games, dense squares, lines through one point) gives
 ``--boards`` boards from ``--seed``; every empty point with a black stone
 within 5 on its lines is read by both. Three readings are compared: the
 search's (``renju.DEPTH``, ``renju.CANDIDATES``), a deep one (``--depth``,
-every candidate), and the deep one read as the referee reads (``judge``).
+32 candidates), and the deep one read as the referee reads (``judge``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--boards", type=int, default=2000, help="boards per generator")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--depth", type=int, default=4, help="the deep reading's recursion depth")
+    p.add_argument("--depth", type=int, default=3, help="the deep reading's recursion depth")
     p.add_argument("--chunk", type=int, default=100, help="boards read at once")
     p.add_argument("--out", type=Path, default=None, help="write the report (JSON) here")
     args = p.parse_args(argv)
@@ -38,8 +38,8 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     readings = {"search": dict(depth=renju.DEPTH, candidates=renju.CANDIDATES),
-                "deep": dict(depth=args.depth, candidates=64),
-                "deep, read as the referee": dict(depth=args.depth, candidates=64, judge=True)}
+                "deep": dict(depth=args.depth, candidates=32),
+                "deep, read as the referee": dict(depth=args.depth, candidates=32, judge=True)}
     result, t0 = {}, time.time()
     for generator in renju_check.GENERATORS:
         boards = list(renju_check.boards(generator, args.seed, args.boards))
@@ -49,6 +49,9 @@ def main(argv=None) -> int:
             verdicts = renju_check.referee_verdicts(chunk)
             for name, how in readings.items():
                 renju_check.compare(chunk, report=reports[name], verdicts=verdicts, **how)
+            if (i // args.chunk) % 20 == 19:
+                print(f"  {generator}: {i + len(chunk)} boards read, {time.time() - t0:.0f} s",
+                      flush=True)
         result[generator] = {}
         for name in readings:
             summary = reports[name].as_dict()
