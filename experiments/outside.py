@@ -466,9 +466,17 @@ def _counts(items: list[str]) -> list[tuple[str, int]]:
     return list(seen.items())
 
 
+def table_path(ledger: Path) -> Path:
+    """The table beside a ledger: ``outside.md`` for the default ledger's name
+    (``games.jsonl``), else the ledger's name with ``.md`` (``renju.jsonl`` ->
+    ``renju.md``), so that two ledgers in one folder keep their own tables."""
+    return ledger.parent / ("outside.md" if ledger.name == DEFAULT_LEDGER.name
+                            else ledger.with_suffix(".md").name)
+
+
 def write_table(lines: list[dict], ledger: Path) -> Path:
-    """outside.md beside the ledger."""
-    path = ledger.parent / "outside.md"
+    """The table beside the ledger (``table_path``)."""
+    path = table_path(ledger)
     path.write_text(table(lines, ledger))
     return path
 
@@ -509,9 +517,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         help=f"opening set (default: the ledger's, or {DEFAULT_OPENINGS})")
     parser.add_argument("--ledger", type=Path, default=DEFAULT_LEDGER,
                         help=f"the games, one JSON line each (default {DEFAULT_LEDGER}); "
-                             "outside.md is written beside it")
+                             "its table is written beside it (outside.md for games.jsonl, "
+                             "NAME.md for NAME.jsonl)")
     parser.add_argument("--table-only", action="store_true",
-                        help="play nothing: rewrite outside.md from the ledger")
+                        help="play nothing: rewrite the ledger's table")
     return parser.parse_args(argv)
 
 

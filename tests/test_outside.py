@@ -338,3 +338,9 @@ def test_engine_args_reach_pbrain_and_name_the_candidate(tiny):
     assert c.argv[-4:] == ["--fpu", "0.2", "--c-puct", "3"]
     assert c.name == f"pbrain:{tiny}[--fpu 0.2 --c-puct 3]@1000ms"
     assert outside.candidate(spec, 1000).name == f"pbrain:{tiny}@1000ms"
+
+
+def test_each_ledger_keeps_its_own_table(tmp_path):
+    from experiments import outside
+    assert outside.table_path(tmp_path / "games.jsonl") == tmp_path / "outside.md"
+    assert outside.table_path(tmp_path / "renju.jsonl") == tmp_path / "renju.md"
