@@ -61,6 +61,7 @@ def positions():
     return br.generate_positions(RULES, jax.random.key(2), N, CFG)
 
 
+@pytest.mark.long
 def test_labels_by_renju_reading(positions):
     ex, st = positions.examples, positions.states
     valid = np.asarray(ex.valid)

@@ -48,6 +48,7 @@ class Recorder(training.Hook):
         self.calls.append(("end", summary.iterations))
 
 
+@pytest.mark.long
 def test_train_writes_the_run_resumes_it_and_logs_the_hooks_metrics(tmp_path):
     run_dir = tmp_path / "run"
     out = io.StringIO()
