@@ -105,7 +105,6 @@ def features(rules: Rules, state: State, ranks: int = RANKS, ladder_limit: int =
     board, a = state.board, rules.num_points
     me = stone(state.to_play)
     legal = rules.legal_mask(state)[:a]
-    stones = board != 0
     libs = rules.liberties(state)
     libs_after, captured = after_move(rules, state)
     age = state.num_moves - state.played_at.astype(jnp.int32)  # 1: the last move
@@ -113,18 +112,24 @@ def features(rules: Rules, state: State, ranks: int = RANKS, ladder_limit: int =
     ladders = ladder.ladder_moves(rules.size, board, state.chain, me, legal, ladder_limit,
                                   ladder_depth, ladder_steps)
     rank = rank_planes(ranks, state.rank, a)
-    planes = [
+    out = assemble(board, legal, libs, libs_after, age, captured, ladders & legal, rank)
+    return out.astype(jnp.float32).reshape(rules.size, rules.size, -1)
+
+
+def assemble(board, legal, libs, libs_after, age, captured, ladders, rank) -> jax.Array:
+    """bool[A, C]: Table 1's planes, in the module docstring's order, from
+    their per-point readings (``ladders``: the ladder plane, already masked)."""
+    stones = board != 0
+    return jnp.concatenate([
         jnp.stack([board > 0, board < 0, ~stones], axis=-1),
         bucket(libs, 1, 4) & stones[:, None],
         bucket(libs_after, 1, 6) & legal[:, None],
         legal[:, None],
         bucket(age, 1, 5) & stones[:, None],
         bucket(captured, 0, 7) & legal[:, None],
-        (ladders & legal)[:, None],
+        ladders[:, None],
         rank,
-    ]
-    out = jnp.concatenate(planes, axis=-1).astype(jnp.float32)
-    return out.reshape(rules.size, rules.size, -1)
+    ], axis=-1)
 
 
 @functools.cache

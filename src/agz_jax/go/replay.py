@@ -66,7 +66,7 @@ from agz_jax.go.board import (
     stone,
     zobrist_table,
 )
-from agz_jax.go.features import RANKS, bucket, rank_planes
+from agz_jax.go.features import RANKS, assemble, rank_planes
 from agz_jax.go.rules import Rules, State
 
 LADDER_MODES = ("auto", "vmap", "pool", "map", "none")
@@ -379,24 +379,15 @@ def base_planes(size: int, p: Positions, ranks: int = RANKS) -> tuple[jax.Array,
     the legal points)."""
     board = p.board
     me = stone(p.to_play)
-    stones = board != 0
     legal = legality(size, p)
     libs = chain_liberties(size, board, p.chain)
     libs = jnp.where(p.chain >= 0, libs[p.chain.astype(jnp.int32)], 0)
     libs_after, captured, _ = after_move(size, board, p.chain, me, p.ko)
     age = p.num_moves - p.played_at.astype(jnp.int32)
     age = jnp.where(p.played_at >= 0, age, 5)
-    planes = [
-        jnp.stack([board > 0, board < 0, ~stones], axis=-1),
-        bucket(libs, 1, 4) & stones[:, None],
-        bucket(libs_after, 1, 6) & legal[:, None],
-        legal[:, None],
-        bucket(age, 1, 5) & stones[:, None],
-        bucket(captured, 0, 7) & legal[:, None],
-        jnp.zeros((size * size, 1), bool),
-        rank_planes(ranks, p.rank, size * size),
-    ]
-    return jnp.concatenate(planes, axis=-1), legal
+    planes = assemble(board, legal, libs, libs_after, age, captured,
+                      jnp.zeros(size * size, bool), rank_planes(ranks, p.rank, size * size))
+    return planes, legal
 
 
 LADDER_CHANNEL = 26
