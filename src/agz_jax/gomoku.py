@@ -215,13 +215,14 @@ class Rules:
             rank=jnp.int32(0),
         )
 
-    def legal_mask(self, state: State) -> jax.Array:
+    def legal_mask(self, state: State, forbidden: jax.Array | None = None) -> jax.Array:
         """bool[A]: empty points (under renju, not black's forbidden ones when
-        black is to move); all False once the game is over."""
+        black is to move); all False once the game is over. ``forbidden``:
+        ``self.forbidden(state.board)`` when the caller has it."""
         legal = (state.board == 0) & ~state.done
         if self.rule == "renju":
-            from agz_jax import renju
-            legal &= ~((state.to_play == BLACK) & renju.forbidden(state.board))
+            forbidden = self.forbidden(state.board) if forbidden is None else forbidden
+            legal &= ~((state.to_play == BLACK) & forbidden)
         return legal
 
     def forbidden(self, board: jax.Array, me: jax.Array | int = 1) -> jax.Array:

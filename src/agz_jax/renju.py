@@ -203,21 +203,6 @@ def forbidden_at(board: jax.Array, p: jax.Array, depth: int = DEPTH) -> jax.Arra
     return _point(with_off_board(board), windows, jnp.asarray(p, jnp.int32), depth)
 
 
-def overflow(board: jax.Array) -> jax.Array:
-    """bool[]: more points might be double threes than ``forbidden`` reads
-    recursively (they are then all reported forbidden)."""
-    return jnp.sum(forbidden(board, depth=0) & ~forbidden_simple(board)) > CANDIDATES
-
-
-def forbidden_simple(board: jax.Array) -> jax.Array:
-    """bool[A]: the overlines and double fours (no double threes)."""
-    a = board.shape[-1]
-    windows = jnp.asarray(line_window_table(int(round(a ** 0.5))))
-    five, over, fours, _ = read_lines(with_off_board(board)[windows])
-    return ((board == 0) & ~jnp.any(five, axis=-1)
-            & (jnp.any(over, axis=-1) | (jnp.sum(fours, axis=-1) >= 2)))
-
-
 FOULS = ("none", "double three", "double four", "overline")
 """``foul``'s codes, as the referee numbers them."""
 

@@ -115,13 +115,15 @@ FOUR_THREES_CHECKED = 4
 
 
 def four_three_points(rules: Rules, board: jax.Array, who: jax.Array,
-                      fours: jax.Array | None = None) -> jax.Array:
+                      fours: jax.Array | None = None,
+                      black_forbidden: jax.Array | None = None) -> jax.Array:
     """bool[A]: the empty points where a stone ``who`` makes a four-three
     (``four_three_lines``).
 
     Only four points can be, so only the first ``FOUR_POINTS_CHECKED`` points
     of ``fours`` (``rules.new_five_points`` of ``who``, when the caller has
     it) are read; a position with more loses the four-threes among the rest.
+    ``black_forbidden``: ``rules.forbidden(board)``, when the caller has it.
     Under renju black's forbidden points are none (a four-four-three is a
     double four, a four-three-three a double three).
     """
@@ -131,8 +133,9 @@ def four_three_points(rules: Rules, board: jax.Array, who: jax.Array,
     window = jnp.asarray(line_window_table(rules.size, 9))[q]  # [n, 4, 19]
     padded = with_off_board(board)
     hit = (fours[q] >= 1) & four_three_lines(rules, padded[window], who)
+    black = rules.forbidden(board) if black_forbidden is None else black_forbidden
     return (jnp.zeros(board.shape, bool).at[q].max(hit) & (board == 0)
-            & ~rules.forbidden(board, who))
+            & ~(black & (who == 1)))
 
 
 def four_three_answers(rules: Rules, board: jax.Array, me: jax.Array, mine: jax.Array,
@@ -245,7 +248,8 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
     the open four) unless that block happens to make the mover a four,
     which this rule does not read.
     """
-    legal = jax.vmap(rules.legal_mask)(states)
+    black = jax.vmap(rules.forbidden)(states.board)  # read once: the mask and the threats
+    legal = jax.vmap(rules.legal_mask)(states, black)
     if not forced:
         return legal
     board, me = states.board, stone(states.to_play)
@@ -258,7 +262,7 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
     if answer_threats:
         theirs = jax.vmap(rules.new_five_points)(board, -me)
         # Under renju a black point it may not play is no threat.
-        theirs = jnp.where(jax.vmap(rules.forbidden)(board, -me), 0, theirs)
+        theirs = jnp.where(black & (-me == 1)[:, None], 0, theirs)
         facing = jnp.any(theirs >= 2, axis=-1)
         answers = compaction.map_where(
             lambda b, m, mi, th: threat_answers(rules, b, m, mi, th),
@@ -267,8 +271,8 @@ def search_moves(rules: Rules, states: State, forced: bool = False,
         moves.append(answers)
     if answer_four_threes:
         threats = compaction.map_where(
-            lambda b, m, th: four_three_points(rules, b, -m, th),
-            jnp.any(theirs >= 1, axis=-1), board, me, theirs)
+            lambda b, m, th, f: four_three_points(rules, b, -m, th, f),
+            jnp.any(theirs >= 1, axis=-1), board, me, theirs, black)
         facing = jnp.any(threats, axis=-1)
         answers = compaction.map_where(
             lambda b, m, mi, t: four_three_answers(rules, b, m, mi, t),
