@@ -44,6 +44,7 @@ def flags(*argv: str) -> argparse.Namespace:
     p.add_argument("--c-puct", type=float, default=None)
     p.add_argument("--leaves", type=int, default=0)
     p.add_argument("--fpu", type=float, default=None)
+    p.add_argument("--vcf", action=argparse.BooleanOptionalAction, default=True)
     return p.parse_args(argv)
 
 
@@ -83,9 +84,9 @@ def test_play_settings(model):
     own = model.config.search
     plan = play_settings(model, flags())
     assert plan["timed"] == dict(max_simulations=engine.PLAY_CAPACITY, algorithm="puct",
-                                 reuse=True, c_puct=None, leaves=0, fpu=None)
+                                 reuse=True, c_puct=None, leaves=0, fpu=None, vcf=True)
     assert plan["untimed"] == dict(max_simulations=MODEL_SIMS, algorithm="gumbel",
-                                   reuse=False, c_puct=None, leaves=0, fpu=None)
+                                   reuse=False, c_puct=None, leaves=0, fpu=None, vcf=True)
     assert plan["simulations"] == own.num_simulations == MODEL_SIMS
     # One PUCT search for every move: one engine, the untimed count run in the big tree.
     plan = play_settings(model, flags("--algorithm", "puct", "--reuse", "--sims", "100"))
@@ -94,7 +95,7 @@ def test_play_settings(model):
     plan = play_settings(model, flags("--sims", "20000", "--no-reuse", "--c-puct", "2.5",
                                       "--leaves", "8", "--fpu", "0.2"))
     assert plan["timed"] == dict(max_simulations=20000, algorithm="puct", reuse=False,
-                                 c_puct=2.5, leaves=8, fpu=0.2)
+                                 c_puct=2.5, leaves=8, fpu=0.2, vcf=True)
     assert plan["untimed"]["algorithm"] == "gumbel" and not plan["untimed"]["reuse"]
     assert plan["untimed"]["fpu"] is None  # first-play urgency is PUCT's
     assert plan["untimed"]["leaves"] == 0  # Gumbel: one leaf at a time

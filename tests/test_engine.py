@@ -115,9 +115,17 @@ def test_guard_completes_five_then_blocks(eng, rule):
     a = eng.analyse(rules, position(rules, black, white, to_play=0), simulations=16)
     assert a.reason == "win" and a.action in (at(1, 2), at(6, 2)) and a.simulations == 0
     assert a.win_prob == 1.0
-    # Threes on both sides: no guard, an ordinary search.
-    a = eng.analyse(rules, position(rules, [(2, 2), (3, 2), (4, 2), (1, 7), (6, 6)],
-                                    [(8, 0), (8, 1), (8, 2), (0, 5), (7, 7)]), simulations=16)
+    # Threes on both sides: no guard of fives, an ordinary search; with the VCF
+    # reading, black's open three is a win by fours (the open four next).
+    threes = position(rules, [(2, 2), (3, 2), (4, 2), (1, 7), (6, 6)],
+                      [(8, 0), (8, 1), (8, 2), (0, 5), (7, 7)])
+    a = eng.analyse(rules, threes, simulations=16)
+    assert a.reason == "vcf" and a.action in (at(1, 2), at(5, 2)) and a.simulations == 0
+    eng.vcf = False
+    try:
+        a = eng.analyse(rules, threes, simulations=16)
+    finally:
+        eng.vcf = True
     assert a.reason == "search"
     # White to move, no four of its own: it must block at 0,4 (0,-1 is off the board).
     black = [(0, 0), (0, 1), (0, 2), (0, 3), (5, 5)]

@@ -138,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leaves", type=int, default=0,
                         help="PUCT: leaves a step, evaluated in one batched net call with "
                              "virtual loss (leaf parallelism); 0 (default): one at a time")
+    parser.add_argument("--vcf", action=argparse.BooleanOptionalAction, default=True,
+                        help="read victories by continuous fours at each move: play one's "
+                             "own, and search only among the moves that stop the "
+                             "opponent's (default: on)")
     parser.add_argument("--chunk", type=int, default=16,
                         help="simulations per jitted step between clock checks")
     parser.add_argument("--seed", type=int, default=0)
@@ -222,7 +226,7 @@ def play_settings(model, args) -> dict:
         puct = algorithm == "puct"  # leaves and first-play urgency are PUCT's
         return dict(max_simulations=max_simulations, algorithm=algorithm, reuse=reuse,
                     c_puct=args.c_puct, leaves=args.leaves if puct else 0,
-                    fpu=args.fpu if puct else None)
+                    fpu=args.fpu if puct else None, vcf=args.vcf)
 
     timed = engine_args(capacity, algorithm, reuse)
     untimed_algorithm = args.algorithm or own.algorithm

@@ -64,9 +64,10 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from agz_jax import features, mctx_loop, search
+from agz_jax import features, mctx_loop, search, vcf
 from agz_jax.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.models import Model
+from agz_jax.renju import foul_code
 
 DEFAULT_CHUNK = 16
 
@@ -81,6 +82,11 @@ simulations/s on 2 cores, 8192 holds a 3 s move with room to spare, and with
 subtree reuse the carried visits count towards it."""
 
 
+VCF_SHARE = 0.3
+"""The share of a timed move's budget the VCF reading (``Engine(vcf=True)``)
+may take; past it the move is searched without it."""
+
+
 class Analysis(NamedTuple):
     """The engine's answer for one position.
 
@@ -92,8 +98,10 @@ class Analysis(NamedTuple):
     visits: float[A], the root's visit counts (carried ones included).
     simulations: run by this search. carried: the root's visits carried over from
     the last search (``search.reuse``). elapsed: seconds.
-    reason: 'search', 'win' (a five in one), 'block' (searched among the blocks
-    of the opponent's five) or 'prior' (no time to search).
+    reason: 'search', 'win' (a five in one), 'vcf' (the first four of a win by
+    continuous fours, no search), 'block' (searched among the blocks of the
+    opponent's five), 'defend' (searched among the moves that stop the
+    opponent's VCF) or 'prior' (no time to search).
     """
 
     action: int
@@ -222,13 +230,16 @@ class Engine:
       leaves: K >= 1 grows the tree K leaves a step, evaluated in one net call
         with virtual loss (``mctx_loop.parallel_steps``; PUCT only); 0, one
         leaf at a time.
+      vcf: read victories by continuous fours at the root (``agz_jax.vcf``):
+        play one's own, and search only among the moves that stop the
+        opponent's (when any does).
     """
 
     def __init__(self, model: Model, *, max_simulations: int | None = None,
                  chunk: int = DEFAULT_CHUNK, seed: int = 0, rank: int | None = None,
                  algorithm: str | None = None, reuse: bool | None = None,
                  c_puct: float | None = None, clock: Callable[[], float] = time.perf_counter,
-                 leaves: int = 0, fpu: float | None = None):
+                 leaves: int = 0, fpu: float | None = None, vcf: bool = True):
         settings = model.config.search
         overrides = {k: v for k, v in (("algorithm", algorithm), ("reuse", reuse),
                                        ("c_puct", c_puct)) if v is not None}
@@ -263,6 +274,7 @@ class Engine:
         self.gamma = float(model.config.decay.gamma)
         self.variables = jax.device_put(model.variables)
         self.clock = clock
+        self.vcf = bool(vcf)
 
     @property
     def reuse(self) -> bool:
@@ -460,6 +472,14 @@ class Engine:
         allowed = legal
         if blocks.any() and not wins.any():
             allowed = blocks
+        line = defended = None
+        if self.vcf and not wins.any():
+            line, defended = self._read_fours(rules, board, to_play, t0, deadline,
+                                              defend=not blocks.any())
+            if defended is not None and (allowed & defended).any():
+                allowed = allowed & defended
+            else:
+                defended = None
         states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
         if self.rank is not None:
             states = features.with_rank(states, self.rank)
@@ -481,6 +501,16 @@ class Engine:
             return Analysis(action, 1.0, 1.0, wins / wins.sum(), prior,
                             np.where(wins, 1.0, np.nan), np.zeros(self.num_actions), 0, 0,
                             self.clock() - t0, "win")
+
+        if line is not None:  # our own VCF: its first four, no search needed
+            action = line[0]
+            self._last = None
+            policy = np.zeros(self.num_actions)
+            policy[action] = 1.0
+            value = self.gamma ** (len(line) - 1)
+            return Analysis(action, value, (value + 1.0) / 2.0, policy, prior,
+                            np.where(policy > 0, value, np.nan), np.zeros(self.num_actions),
+                            0, 0, self.clock() - t0, "vcf")
 
         done, last = kept, 0.0
         self._calls += 1
@@ -512,13 +542,47 @@ class Engine:
             policy = visits / visits.sum()
             value = float(value)
             q = np.where(visits > 0, np.asarray(q, np.float64), np.nan)
-            reason = "block" if allowed is blocks else "search"
+            reason = ("defend" if defended is not None else
+                      "block" if allowed is blocks else "search")
             self._last = _Last(tree, board.copy(), to_play, rules.rule,
                                int(state.last_action), rank)
         if not legal[action]:  # the guards above make this unreachable
             raise AssertionError(f"engine chose an occupied or forbidden point {action}")
         return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, q, visits,
                         done - kept, kept, self.clock() - t0, reason)
+
+
+    def _read_fours(self, rules: Rules, board: np.ndarray, to_play: int, t0: float,
+                    deadline: float | None, defend: bool = True):
+        """(line, defended): the side to move's VCF (``vcf.solve``) or None; and
+        when it has none and the opponent has one, bool[A] of the moves that
+        stop every opponent VCF (``vcf.defences``), None when there is no such
+        threat, nothing stops it, or the reading ran out of time (at most
+        ``VCF_SHARE`` of the move's time; without a deadline, ``vcf.NODES``
+        nodes a search bound it). ``defend`` False: the own VCF only (facing a
+        five, the block is the one defence)."""
+        me = 1 if to_play == 0 else -1
+        forbidden = None
+        if rules.rule == "renju":
+            def forbidden(cells, p):
+                return foul_code(np.asarray(cells, np.int8), p) != 0
+        until = None
+        if deadline is not None:  # on the engine's clock, converted to perf_counter's
+            until = time.perf_counter() + VCF_SHARE * max(0.0, deadline - t0)
+        try:
+            line = vcf.solve(board, me, self.size, rules.rule, is_forbidden=forbidden,
+                             deadline=until)
+            if line is not None or not defend:
+                return line, None
+            found = vcf.defences(board, me, self.size, rules.rule, is_forbidden=forbidden,
+                                 deadline=until)
+        except vcf.OutOfTime:
+            return None, None
+        if found is None or not found[0]:
+            return None, None
+        defended = np.zeros(self.num_actions, bool)
+        defended[found[0]] = True
+        return None, defended
 
 
 def _after(rules: Rules, state: State, moves: list[int]) -> State:

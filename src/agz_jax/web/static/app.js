@@ -76,7 +76,7 @@ function analysisWanted() {
 function deepenWanted() {
   const an = analysis();
   return $("deepen").checked && analysisWanted() && an !== null && !an.complete &&
-    (an.reason === "search" || an.reason === "block") && an.total < game.info.max_sims;
+    (an.reason === "search" || an.reason === "block" || an.reason === "defend") && an.total < game.info.max_sims;
 }
 
 // Play mode: the engine moves when it is its turn at the end of the line.
