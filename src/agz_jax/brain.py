@@ -59,8 +59,12 @@ overrun the budget. ``timeout_turn 0`` means "as fast as possible" (the net's
 own choice, guarded); ``time_left`` may be negative (out of time: as fast as
 possible) and 2147483647 means unlimited; ``timeout_match 0`` is no limit.
 Everything is compiled at ``START`` (once for freestyle and standard: the
-rule is a run-time flag; renju compiles its own set when asked) and kept in the persistent XLA cache, so the next process
-starts faster.
+rule is a run-time flag; renju compiles its own set when asked) and kept in
+the persistent XLA cache, so the next process starts faster.
+
+Before each search the engine reads wins by continuous fours (``--vcf``, on
+by default; ``agz_jax.vcf``): it plays its own at once, and when the opponent
+has one it searches only among the moves that stop it.
 
 Search: under a time limit the search uses the move's whole budget: it runs
 until the budget is spent or its tree (``--max-sims``, default

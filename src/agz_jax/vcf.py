@@ -56,7 +56,7 @@ class OutOfTime(Exception):
     """A reading passed its deadline: nothing is known."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _geometry(size: int):
     """(windows, windows_of, steps): the 5-point windows (tuples of points), the
     windows through each point, and each point's neighbour along each
@@ -86,7 +86,7 @@ def _geometry(size: int):
             tuple(tuple(s) for s in steps))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _zobrist(num_points: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     rng = random.Random(20261128)
     return (tuple(rng.getrandbits(64) for _ in range(num_points)),
@@ -340,7 +340,8 @@ def _candidates(pos: Position, me: int, line: Sequence[int]) -> set[int]:
 
 
 def defences(board, me: int, size: int, rule: str = "freestyle", *, nodes: int = NODES,
-             depth: int = DEPTH, is_forbidden=None, deadline: float | None = None) -> tuple[list[int], list[int]] | None:
+             depth: int = DEPTH, is_forbidden=None, deadline: float | None = None
+             ) -> tuple[list[int], list[int]] | None:
     """When the opponent of ``me`` would have a VCF on ``board`` if it were to
     move, ``(moves, line)``: the moves of ``me`` after which it finds none, and
     the line it had. None when it has no VCF (or none found within ``nodes``).
