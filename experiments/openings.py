@@ -11,7 +11,18 @@ games each, its search with ``--sims`` simulations and exploration noise) lies
 within ``--max-deviation`` of 0.5, the closest first, at most ``--count`` of
 them. (``--judge value`` uses the search's value for the side to move instead;
 under Winning Value Decay the values of early positions are all near 0, so it
-hardly separates the openings.) The file's header records
+hardly separates the openings.)
+
+    python -m experiments.openings --judge outside --outside PATH --nodes 100000 \
+        --max-deviation 60 --out src/agz_jax/data/rapfi15.txt
+
+``--judge outside`` asks an outside Piskvork engine instead (``--outside`` or
+``AGZ_JAX_OUTSIDE``; Rapfi, see docs/outside.md): its evaluation of each
+opening (white to move; the ``Eval`` of its ``MESSAGE`` line, in its own
+units) after ``--nodes`` nodes; kept: ``|eval| <= --max-deviation``. With
+``--check SET`` it plays the engine against itself at ``--nodes`` from every
+opening of the set, one game each (the engine is deterministic), and prints
+black's score: a set balanced for that engine scores near 0.5. The file's header records
 the command, the model and every kept opening's value, so the set can be made
 again and its source is on record. An existing ``--out`` file is refused,
 before the search, unless ``--force`` is given (then it is replaced).
@@ -158,9 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m experiments.openings", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="curriculum", help="the judge (a model name or dir)")
-    p.add_argument("--judge", choices=("selfplay", "value"), default="selfplay",
+    p.add_argument("--judge", choices=("selfplay", "value", "outside"), default="selfplay",
                    help="selfplay: black's score in the model's self-play games from the "
-                        "opening; value: the model's search value for the side to move")
+                        "opening; value: the model's search value for the side to move; "
+                        "outside: an outside engine's evaluation (--outside, --nodes)")
+    p.add_argument("--outside", default=None, metavar="PATH",
+                   help="--judge outside: the Piskvork engine (default: $AGZ_JAX_OUTSIDE)")
+    p.add_argument("--nodes", type=int, default=100_000,
+                   help="--judge outside: INFO max_node for each evaluation or game")
     p.add_argument("--sims", type=int, default=16, help="simulations per move (selfplay) or "
                    "per opening (value)")
     p.add_argument("--games", type=int, default=8, help="selfplay: games per opening")
@@ -223,8 +239,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --out {args.out}: {problem}", file=sys.stderr)
             return 2
 
-    from agz_jax import models, openings
+    from agz_jax import models
 
+    if args.judge == "outside":
+        return outside_judge(args, argv)
     try:
         config = models.load(args.model).config
     except models.ModelError as e:
@@ -249,28 +267,133 @@ def main(argv: list[str] | None = None) -> int:
         deviation = np.abs(score)
         measure = (f"the search value for white ({args.sims} simulations of the model "
                    f"{args.model!r})")
+    keep = kept(deviation, args)
+    if not keep:
+        return 2
+    return write_set(args, argv, size, config.game.rule, moves, keep, measure,
+                     f"within {args.max_deviation} of balance, closest first; their mean "
+                     f"{score[keep].mean():.3f} (all candidates: {score.mean():.3f})",
+                     "Scores", [f"{score[i]:+.3f}" for i in keep])
+
+
+def kept(deviation: np.ndarray, args: argparse.Namespace) -> list[int]:
+    """The openings within ``--max-deviation``, closest first, at most ``--count``;
+    none (and a one-line error) when none is."""
     order = np.argsort(deviation, kind="stable")
-    keep = [i for i in order if deviation[i] <= args.max_deviation][:args.count]
+    keep = [int(i) for i in order if deviation[i] <= args.max_deviation][:args.count]
     if not keep:
         print(f"error: no opening within --max-deviation {args.max_deviation}; the closest "
-              f"is {deviation.min():.3f} away", file=sys.stderr)
-        return 2
+              f"is {deviation.min():.3g} away", file=sys.stderr)
+    return keep
+
+
+def write_set(args: argparse.Namespace, argv, size: int, rule: str, moves: np.ndarray,
+              keep: list[int], judged: str, summary: str, label: str, scores: list[str]) -> int:
+    """Write the kept openings to ``--out`` under a header that says how they were made."""
+    from agz_jax import openings
+
     command = "python -m experiments.openings " + " ".join(argv if argv is not None
                                                             else sys.argv[1:])
-    header = (f"Balanced 3-stone openings for {size}x{size} {config.game.rule} (black, white, "
-              "black;\n"
+    header = (f"Balanced 3-stone openings for {size}x{size} {rule} (black, white, black;\n"
               f"white to move). Made by: {command}\n"
               f"Candidates: black on the centre, two stones in the central {args.box}x{args.box}"
               f" square, one per symmetry class ({len(moves)}).\n"
-              f"Judged by {measure}.\n"
-              f"Kept: the {len(keep)} within {args.max_deviation} of balance, closest first; "
-              f"their mean {score[keep].mean():.3f} (all candidates: {score.mean():.3f}).\n"
-              f"Scores, in file order: " + " ".join(f"{score[i]:+.3f}" for i in keep))
+              f"Judged by {judged}.\n"
+              f"Kept: the {len(keep)} {summary}.\n"
+              f"{label}, in file order: " + " ".join(scores))
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(openings.format_set(moves[keep], size, header))
-    print(f"{len(keep)} of {len(moves)} candidate openings kept; their mean "
-          f"{score[keep].mean():.3f}, all candidates' {score.mean():.3f}; wrote {args.out}")
+    print(f"{len(keep)} of {len(moves)} candidate openings kept ({summary}); wrote {args.out}")
     return 0
+
+
+def _outside(args: argparse.Namespace, size: int):
+    """The outside engine's manager (one thread, ``--nodes`` a move), or a one-line
+    error (None)."""
+    import os
+
+    from agz_jax import piskvork
+
+    path = args.outside or os.environ.get("AGZ_JAX_OUTSIDE")
+    if not path:
+        print("error: --judge outside needs --outside PATH (or AGZ_JAX_OUTSIDE): a Piskvork "
+              "engine such as Rapfi (docs/outside.md says how to build it)", file=sys.stderr)
+        return None
+    try:
+        argv = piskvork.command_argv(path)
+    except piskvork.EngineMissing as e:
+        print(f"error: --outside: {e}", file=sys.stderr)
+        return None
+    settings = piskvork.Settings(size=size, rule=0, timeout_turn_ms=None, max_node=args.nodes,
+                                 thread_num=1, start_timeout_s=60.0)
+    return piskvork.Piskvork(argv, "outside", settings, cwd=Path(argv[0]).resolve().parent)
+
+
+EVAL = r"\bEval (-?\d+)"
+
+
+def outside_eval(engine, moves) -> float:
+    """The engine's evaluation of ``moves`` (3 stones: white to move), for white."""
+    import re
+
+    engine.new_game()
+    engine.board([int(a) for a in moves], 1)
+    found = [re.search(EVAL, note) for note in engine.notes]
+    found = [f for f in found if f]
+    if not found:
+        raise RuntimeError(f"the engine printed no evaluation ({EVAL!r} in a MESSAGE line)")
+    return float(found[-1][1])
+
+
+def outside_judge(args: argparse.Namespace, argv) -> int:
+    """``--judge outside``: make a set from, or ``--check`` a set with, the outside engine."""
+    from agz_jax import arena, openings, piskvork, piskvork_games
+
+    size = 15
+    if args.nodes < 1:
+        print(f"error: --nodes must be >= 1, got {args.nodes}", file=sys.stderr)
+        return 2
+    engine = _outside(args, size)
+    if engine is None:
+        return 2
+    try:
+        if args.check is not None:
+            try:
+                moves = openings.load(args.check, size)
+            except openings.OpeningsError as e:
+                print(f"error: --check: {e}", file=sys.stderr)
+                return 2
+            other = _outside(args, size)
+            referee = piskvork_games.Referee(size, "freestyle")
+            points = []
+            with other:
+                for opening in moves:
+                    game = piskvork_games.play_game(engine, other,
+                                                    [int(a) for a in opening if a >= 0], referee)
+                    points.append(1.0 if game.winner == piskvork_games.BLACK else
+                                  0.0 if game.winner == piskvork_games.WHITE else 0.5)
+            mean = float(np.mean(points))
+            low, high = arena.wilson(mean, len(points))
+            print(f"{args.check}: black scores {mean:.3f} (95% CI {low:.3f}-{high:.3f}) in "
+                  f"{len(points)} games of the outside engine against itself at {args.nodes} "
+                  f"nodes a move, one from each opening")
+            return 0
+        moves = candidates(size, args.box)
+        score = np.array([outside_eval(engine, m) for m in moves])
+    except piskvork.EngineError as e:
+        print(f"error: the outside engine failed: {e}", file=sys.stderr)
+        return 2
+    finally:
+        engine.close()
+    deviation = np.abs(score)
+    keep = kept(deviation, args)
+    if not keep:
+        return 2
+    return write_set(args, argv, size, "freestyle", moves, keep,
+                     f"the outside engine's evaluation for white after {args.nodes} nodes "
+                     "(Rapfi: its Eval)",
+                     f"with |eval| <= {args.max_deviation:g}, closest first; all candidates' "
+                     f"median {np.median(score):+.0f}", "Evals", [f"{score[i]:+.0f}" for i in keep])
 
 
 def check(args: argparse.Namespace, size: int, gamma: float) -> int:

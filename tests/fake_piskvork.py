@@ -20,7 +20,8 @@ MODE (or the environment's ``FAKE_PISKVORK_MODE``) is one of:
 
 N is ``--after`` (default 3). It speaks START, RESTART, INFO, BEGIN, TURN,
 BOARD ... DONE, ABOUT and END, with notes (``MESSAGE``, ``DEBUG``) before
-some replies as real engines print them.
+some replies as real engines print them; its move's ``MESSAGE`` carries an
+``Eval`` (``evaluation``) as Rapfi's does.
 """
 
 from __future__ import annotations
@@ -127,8 +128,13 @@ class Fake:
         x, y = self.choose()
         self.fields[(x, y)] = 1
         self.moves_made += 1
-        self.say("MESSAGE thinking done")
+        self.say(f"MESSAGE thinking done | Eval {self.evaluation()}")
         self.say(f"{x},{y}")
+
+    def evaluation(self) -> int:
+        """A made-up evaluation, as Rapfi prints one: 10 x (the opponent's stones'
+        x sum - its own), a function of the position alone."""
+        return 10 * sum(x if who == 2 else -x for (x, _), who in self.fields.items())
 
     def run_length(self, x: int, y: int, who: int) -> int:
         """The longest line of ``who``'s stones through (x, y) if it played there."""

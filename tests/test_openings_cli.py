@@ -118,3 +118,43 @@ def test_black_labels_are_the_decayed_training_targets_from_blacks_side():
     np.testing.assert_allclose(labels, [0.125, -0.0625, 0.0, 0.5])
     # After two stones black is to move: the same sign convention, one ply nearer.
     np.testing.assert_allclose(make.black_labels([0, 1], [5, 6], 2, 0.5), [0.25, -0.125])
+
+
+FAKE = str(__import__("pathlib").Path(__file__).resolve().parent / "fake_piskvork.py")
+
+
+def outside_flags(*more):
+    import sys
+
+    return ["--judge", "outside", "--outside", f"{sys.executable} {FAKE}", "--nodes", "50",
+            *more]
+
+
+def test_an_outside_judge_keeps_the_openings_its_evaluation_calls_even(tmp_path, capsys):
+    out = tmp_path / "even.txt"
+    assert make.main(outside_flags("--box", "3", "--max-deviation", "10",
+                                   "--out", str(out))) == 0
+    text = out.read_text()
+    evals = [int(v) for v in re.search(r"Evals, in file order: (.*)", text)[1].split()]
+    kept = openings.load(str(out), 15)
+    assert len(kept) == len(evals) >= 1 and all(abs(v) <= 10 for v in evals)
+    assert evals == sorted(evals, key=abs)  # closest to even first
+    assert all(v % 10 == 0 for v in evals)  # the stand-in's, read from its MESSAGE lines
+    assert "Judged by the outside engine's evaluation" in text and "--judge outside" in text
+    # --check plays the engine against itself from each opening: one line.
+    assert make.main(outside_flags("--check", str(out))) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert re.search(rf"black scores [01]\.\d+ \(95% CI .*\) in {len(kept)} games of the "
+                     "outside engine against itself at 50 nodes", line)
+
+
+def test_a_missing_outside_judge_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("AGZ_JAX_OUTSIDE", raising=False)
+    assert make.main(["--judge", "outside", "--out", str(tmp_path / "x.txt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--outside PATH" in err
+    assert make.main(["--judge", "outside", "--outside", str(tmp_path / "nope"),
+                      "--out", str(tmp_path / "x.txt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "does not exist" in err
+    assert not (tmp_path / "x.txt").exists()

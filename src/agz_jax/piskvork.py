@@ -171,7 +171,9 @@ class Piskvork:
     Nothing is started until the first ``new_game``; after a failure (an
     ``EngineError`` from any method) ``close`` it, and the next ``new_game``
     starts a fresh process. ``stones`` is the position the engine was sent
-    and played this game (action -> 1 its own stone, 2 the opponent's).
+    and played this game (action -> 1 its own stone, 2 the opponent's);
+    ``notes`` the lines that are no reply (``MESSAGE``, ``DEBUG``, ...) it
+    wrote before its last reply, such as Rapfi's evaluation.
     """
 
     def __init__(self, command: str | Sequence[str], name: str | None = None,
@@ -185,6 +187,7 @@ class Piskvork:
         self.proc: subprocess.Popen | None = None
         self.stones: dict[int, int] = {}
         self.stray: list[str] = []  # unexpected lines found before a command
+        self.notes: list[str] = []  # the MESSAGE/DEBUG/... lines before the last reply
         self._lines: queue.Queue = queue.Queue()
         self._last_output = 0.0  # time.monotonic() of the last output line
         self._stderr: collections.deque = collections.deque(maxlen=5)
@@ -304,6 +307,7 @@ class Piskvork:
         """The next reply line (notes skipped); EngineCrashed, EngineTimeout,
         or EngineRefused for ``ERROR`` / ``UNKNOWN``."""
         self._awaiting = command
+        self.notes = []
         deadline = time.monotonic() + timeout_s
         while True:
             left = deadline - time.monotonic()
@@ -318,6 +322,8 @@ class Piskvork:
                 raise self._exited(f"after {command}")
             word = _word(line)
             if not line.strip() or word in NOT_REPLIES:
+                if line.strip():
+                    self.notes.append(line.strip())
                 continue
             self._awaiting = None
             if word in ("ERROR", "UNKNOWN"):
