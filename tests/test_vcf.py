@@ -241,3 +241,28 @@ def test_defences_are_exactly_the_moves_that_stop_every_vcf(seed):
         if vcf.solve(b, 1, SIZE) is None:
             stopped.add(int(m))
     assert set(moves) == stopped
+
+
+def test_the_ledger_report_marks_a_missed_and_a_lost_defence(tmp_path, capsys):
+    import json
+
+    from experiments import vcf_report
+
+    def p(r, c):
+        return r * 15 + c
+
+    # Black makes an open three; the candidate (white) plays elsewhere (X), then
+    # faces the open four (U) and loses.
+    moves = [p(7, 5), p(0, 0), p(7, 6), p(0, 2), p(7, 7), p(14, 14), p(7, 8), p(7, 9), p(7, 4)]
+    line = {"a": "cand", "b": "rapfi:1", "wins": 0, "draws": 0, "losses": 1, "games": 1,
+            "size": 15, "rule": "freestyle",
+            "outside": {"a_black": False, "moves": moves}}
+    ledger = tmp_path / "games.jsonl"
+    ledger.write_text(json.dumps(line) + "\n")
+    assert vcf_report.main(["--ledger", str(ledger), "--candidate", "cand", "--lost"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "rapfi:1 white loss 9 stones: X5 U7"
+    assert out[1].startswith("1 games; with D 0, X 1, U 1, W 0")
+    assert vcf_report.main(["--ledger", str(ledger), "--candidate", "other"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "its players: cand" in err
