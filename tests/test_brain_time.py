@@ -45,6 +45,7 @@ def flags(*argv: str) -> argparse.Namespace:
     p.add_argument("--leaves", type=int, default=0)
     p.add_argument("--fpu", type=float, default=None)
     p.add_argument("--vcf", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--threat-values", action=argparse.BooleanOptionalAction, default=None)
     return p.parse_args(argv)
 
 
@@ -84,9 +85,11 @@ def test_play_settings(model):
     own = model.config.search
     plan = play_settings(model, flags())
     assert plan["timed"] == dict(max_simulations=engine.PLAY_CAPACITY, algorithm="puct",
-                                 reuse=True, c_puct=None, leaves=0, fpu=None, vcf=True)
+                                 reuse=True, c_puct=None, leaves=0, fpu=None, vcf=True,
+                                 threat_values=None)
     assert plan["untimed"] == dict(max_simulations=MODEL_SIMS, algorithm="gumbel",
-                                   reuse=False, c_puct=None, leaves=0, fpu=None, vcf=True)
+                                   reuse=False, c_puct=None, leaves=0, fpu=None, vcf=True,
+                                   threat_values=None)
     assert plan["simulations"] == own.num_simulations == MODEL_SIMS
     # One PUCT search for every move: one engine, the untimed count run in the big tree.
     plan = play_settings(model, flags("--algorithm", "puct", "--reuse", "--sims", "100"))
@@ -95,7 +98,12 @@ def test_play_settings(model):
     plan = play_settings(model, flags("--sims", "20000", "--no-reuse", "--c-puct", "2.5",
                                       "--leaves", "8", "--fpu", "0.2"))
     assert plan["timed"] == dict(max_simulations=20000, algorithm="puct", reuse=False,
-                                 c_puct=2.5, leaves=8, fpu=0.2, vcf=True)
+                                 c_puct=2.5, leaves=8, fpu=0.2, vcf=True, threat_values=None)
+    plan = play_settings(model, flags("--no-vcf", "--threat-values"))
+    assert plan["timed"]["vcf"] is False and plan["timed"]["threat_values"] is True
+    e = engine.Engine(model, max_simulations=8, **{k: v for k, v in plan["timed"].items()
+                                                   if k != "max_simulations"})
+    assert e.search_cfg.threat_values and not e.vcf
     assert plan["untimed"]["algorithm"] == "gumbel" and not plan["untimed"]["reuse"]
     assert plan["untimed"]["fpu"] is None  # first-play urgency is PUCT's
     assert plan["untimed"]["leaves"] == 0  # Gumbel: one leaf at a time

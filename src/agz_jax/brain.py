@@ -142,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leaves", type=int, default=0,
                         help="PUCT: leaves a step, evaluated in one batched net call with "
                              "virtual loss (leaf parallelism); 0 (default): one at a time")
+    parser.add_argument("--threat-values", action=argparse.BooleanOptionalAction, default=None,
+                        help="value a searched position whose stones force a win within six "
+                             "plies by that win (search.threat_values); default: the model's")
     parser.add_argument("--vcf", action=argparse.BooleanOptionalAction, default=True,
                         help="read victories by continuous fours at each move: play one's "
                              "own, and search only among the moves that stop the "
@@ -230,7 +233,8 @@ def play_settings(model, args) -> dict:
         puct = algorithm == "puct"  # leaves and first-play urgency are PUCT's
         return dict(max_simulations=max_simulations, algorithm=algorithm, reuse=reuse,
                     c_puct=args.c_puct, leaves=args.leaves if puct else 0,
-                    fpu=args.fpu if puct else None, vcf=args.vcf)
+                    fpu=args.fpu if puct else None, vcf=args.vcf,
+                    threat_values=args.threat_values)
 
     timed = engine_args(capacity, algorithm, reuse)
     untimed_algorithm = args.algorithm or own.algorithm

@@ -230,6 +230,9 @@ class Engine:
       leaves: K >= 1 grows the tree K leaves a step, evaluated in one net call
         with virtual loss (``mctx_loop.parallel_steps``; PUCT only); 0, one
         leaf at a time.
+      threat_values: override the model's ``search.threat_values`` (a leaf
+        whose stones force a win within six plies is valued by that win,
+        ``tactics.threat_value``); None keeps the model's.
       vcf: read victories by continuous fours at the root (``agz_jax.vcf``):
         play one's own, and search only among the moves that stop the
         opponent's (when any does).
@@ -239,10 +242,12 @@ class Engine:
                  chunk: int = DEFAULT_CHUNK, seed: int = 0, rank: int | None = None,
                  algorithm: str | None = None, reuse: bool | None = None,
                  c_puct: float | None = None, clock: Callable[[], float] = time.perf_counter,
-                 leaves: int = 0, fpu: float | None = None, vcf: bool = True):
+                 leaves: int = 0, fpu: float | None = None, vcf: bool = True,
+                 threat_values: bool | None = None):
         settings = model.config.search
         overrides = {k: v for k, v in (("algorithm", algorithm), ("reuse", reuse),
-                                       ("c_puct", c_puct)) if v is not None}
+                                       ("c_puct", c_puct), ("threat_values", threat_values))
+                     if v is not None}
         if fpu is not None:  # first-play urgency: PUCT's unvisited children (qtransform parent)
             overrides.update(qtransform="parent", fpu_reduction=fpu)
         if overrides.get("algorithm") == "gumbel" and "reuse" not in overrides:
