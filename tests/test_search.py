@@ -1089,6 +1089,40 @@ def test_temperature_schedules():
                                [1, 1, .5, .5, .25, .25, .125, .125, 0, 0])
 
 
+def test_gating_and_selfplay_choose_gumbel_moves_by_one_rule():
+    """``Searcher.play`` is the one rule: a Gumbel player never samples its move
+    from the improved policy at a temperature; its moves vary by the root's
+    Gumbel noise. So a gating player (``arena.mcts_player`` with the self-play
+    move policy) plays self-play's move (``selfplay.make_move``) from the same
+    key where the temperature is above 0, and the noise-free search's choice
+    where it is 0."""
+    from agz_jax import arena, run, selfplay
+    from agz_jax.config import Config, GameConfig, NetConfig
+
+    rules = Rules(SIZE)
+    empty = stack([state_of_board(np.zeros(A, np.int8))] * 8)
+    for policy in ("stochastic", "deterministic"):
+        cfg = Config(game=GameConfig(size=SIZE),
+                     net=NetConfig(filters=8, blocks=1, value_hidden=8, double=True),
+                     search=SearchConfig(algorithm="gumbel", num_simulations=8,
+                                         max_considered_actions=4),
+                     selfplay=SelfPlayConfig(num_games=8, move_policy=policy))
+        nets = run.make_networks(cfg)
+        variables = nets.init(jax.random.PRNGKey(0))
+        searcher = search.Searcher.of(cfg, rules, nets)
+        gate = arena.mcts_player(searcher, variables, num_simulations=8, move_cfg=cfg.selfplay)
+        key = jax.random.PRNGKey(5)
+        gated = np.asarray(jax.jit(gate)(key, empty))
+        if policy == "stochastic":
+            played, _, _ = jax.jit(selfplay.make_move(cfg, rules, nets))(variables, empty, key)
+            np.testing.assert_array_equal(gated, np.asarray(played))
+            assert len(set(gated.tolist())) > 1  # the noise varies the 8 games' moves
+        else:
+            plain = searcher.run(variables, jax.random.split(key)[0], empty, num_simulations=8)
+            np.testing.assert_array_equal(gated, np.asarray(plain.action))
+            assert len(set(gated.tolist())) == 1
+
+
 N_SAMPLES = 20_000
 @jax.jit
 def _select(key, visits, legal, tau):

@@ -23,7 +23,7 @@ from agz_jax import openings as opening_sets
 from agz_jax.config import SelfPlayConfig
 from agz_jax.gomoku import Rules, State
 from agz_jax.networks import Networks
-from agz_jax.search import Searcher, temperature
+from agz_jax.search import Searcher
 
 Player = Callable[[jax.Array, State], jax.Array]
 
@@ -50,8 +50,10 @@ def random_player(rules: Rules) -> Player:
 
 def mcts_player(searcher: Searcher, variables, *, num_simulations: int,
                 move_cfg: SelfPlayConfig | None = None, rank=None) -> Player:
-    """Search without root noise; the move by ``move_cfg``'s policy
-    (``Searcher.choose`` with its temperature), or the search's own choice if None.
+    """Search without self-play's root noise; the move by ``Searcher.play``'s
+    rule with ``move_cfg``'s policy (PUCT: its temperature; Gumbel: the root's
+    Gumbel noise where that temperature is above 0), or the search's own
+    choice if None.
 
     ``rank`` (an int or int32[], for nets with rank planes) asks the nets to play
     at that strength: the roots get it, so every node of the tree does; None
@@ -60,10 +62,8 @@ def mcts_player(searcher: Searcher, variables, *, num_simulations: int,
 
     def act(key, states):
         states = states if rank is None else features.with_rank(states, rank)
-        k_search, k_move = jax.random.split(key)
-        out = searcher.run(variables, k_search, states, num_simulations=num_simulations)
-        tau = None if move_cfg is None else temperature(move_cfg, states.num_moves)
-        return searcher.choose(k_move, out, states, tau=tau)
+        return searcher.play(variables, key, states, move_cfg=move_cfg,
+                             num_simulations=num_simulations)[0]
 
     return act
 

@@ -267,12 +267,12 @@ class Searcher:
         return (second, first) if self.settings.algorithm == "gumbel" else (first, second)
 
     def begin(self, variables, key: jax.Array, states: State, *, capacity: int,
-              explore: bool = False, tree: mctx.Tree | None = None,
+              explore: bool | jax.Array = False, tree: mctx.Tree | None = None,
               allowed: jax.Array | None = None) -> mctx.Tree:
         """A tree of room ``capacity`` simulations, rooted at ``states``.
 
         explore: root noise as in self-play (Dirichlet for PUCT, Gumbel for
-          Gumbel), drawn from ``key``.
+          Gumbel), drawn from ``key``; a bool, or bool[B] for some rows only.
         tree: a carried tree (``carry``): its rows that hold a subtree keep it,
           under the fresh roots' prior (so the noise is drawn anew); the others
           start from the fresh root.
@@ -286,11 +286,17 @@ class Searcher:
         if allowed is not None:
             invalid = invalid | ~allowed
             root = root.replace(prior_logits=mask_logits(root.prior_logits, ~invalid))
+        rows = not isinstance(explore, bool)  # noise in some rows only
         if s.algorithm == "gumbel":
-            return gumbel_tree(root, capacity, invalid, key, 1.0 if explore else 0.0)
-        if explore and s.dirichlet_fraction > 0:
-            root = root.replace(prior_logits=add_dirichlet_noise(
-                key, root.prior_logits, ~invalid, s.dirichlet_fraction, s.dirichlet_alpha))
+            scale = (jnp.asarray(explore, jnp.float32)[:, None] if rows
+                     else 1.0 if explore else 0.0)
+            return gumbel_tree(root, capacity, invalid, key, scale)
+        if (rows or explore) and s.dirichlet_fraction > 0:
+            noisy = add_dirichlet_noise(key, root.prior_logits, ~invalid, s.dirichlet_fraction,
+                                        s.dirichlet_alpha)
+            if rows:
+                noisy = jnp.where(jnp.asarray(explore)[:, None], noisy, root.prior_logits)
+            root = root.replace(prior_logits=noisy)
         if tree is not None:
             return with_root(tree, root, invalid)
         return start_tree(root, capacity, invalid)
@@ -346,24 +352,44 @@ class Searcher:
         tree = self.begin(variables, begin_key, states, capacity=n, explore=explore, tree=tree)
         return self.result(self.grow(variables, grow_key, tree, until=n, num_simulations=n))
 
+    def play(self, variables, key: jax.Array, states: State, *,
+             move_cfg: SelfPlayConfig | None = None, explore: bool = False,
+             num_simulations: int | None = None, tree: mctx.Tree | None = None
+             ) -> tuple[jax.Array, mctx.PolicyOutput]:
+        """Search and choose the move int32[B]: the one rule every player uses
+        (self-play, gating, the arena). Returns (move, the search's output).
+
+        ``explore``: self-play's root noise (Dirichlet for PUCT, Gumbel for
+        Gumbel). ``move_cfg``: the move policy (``temperature`` by move
+        number); None plays the search's own choice. PUCT draws its move from
+        the root's visits at that temperature. Gumbel never applies a
+        temperature: its moves vary by the root's Gumbel noise, as mctx's
+        Gumbel MuZero intends, so a Gumbel player searches with that noise
+        wherever the temperature is above 0 (or ``explore`` asks for it) and
+        plays the search's choice.
+        """
+        search_key, move_key = jax.random.split(key)
+        tau = None if move_cfg is None else temperature(move_cfg, states.num_moves)
+        noise = explore
+        if self.settings.algorithm == "gumbel" and tau is not None and not explore:
+            noise = tau > 0
+        out = self.run(variables, search_key, states, num_simulations=num_simulations,
+                       explore=noise, tree=tree)
+        return self.choose(move_key, out, states, tau=tau), out
+
     def choose(self, key: jax.Array, out: mctx.PolicyOutput, states: State, *,
                tau: jax.Array | None = None) -> jax.Array:
         """The move int32[B] to play after a search.
 
-        Where ``tau`` float32[B] (``temperature``) is > 0, the move is drawn with
-        probability proportional to w^(1/tau), w the search's distribution
-        (PUCT: the root's visits; Gumbel: the improved policy); where it is 0,
-        or with ``tau`` None, the search's own choice (``result``) is played.
-        Self-play passes ``tau`` for PUCT only: Gumbel explores by the Gumbel
-        noise of ``explore`` and plays its own choice.
+        PUCT: where ``tau`` float32[B] (``temperature``) is > 0, the move is
+        drawn with probability proportional to N^(1/tau), N the root's visits;
+        where it is 0, or with ``tau`` None, the search's own choice
+        (``result``). Gumbel: always the search's own choice (``play`` says why).
         """
-        if tau is None:
+        if tau is None or self.settings.algorithm == "gumbel":
             return out.action
         legal = jax.vmap(self.rules.legal_mask)(states)
-        if self.settings.algorithm == "gumbel":
-            weights = out.action_weights
-        else:
-            weights = out.search_tree.summary().visit_counts.astype(jnp.float32)
+        weights = out.search_tree.summary().visit_counts.astype(jnp.float32)
         return jnp.where(tau > 0, sample_move(key, weights, legal, tau), out.action)
 
     def carry(self, out: mctx.PolicyOutput, action: jax.Array,

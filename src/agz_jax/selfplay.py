@@ -25,7 +25,7 @@ from agz_jax.gomoku import Rules, State
 from agz_jax.mctx_loop import node_count
 from agz_jax.networks import Networks
 from agz_jax.replay import Examples
-from agz_jax.search import Searcher, temperature
+from agz_jax.search import Searcher
 
 
 class Trajectory(NamedTuple):
@@ -65,17 +65,15 @@ def make_move(config: Config, rules: Rules, nets: Networks):
     """``move(variables, states [B], key, tree=None) -> (action int32[B], policy
     float32[B, A], out)``: one self-play move of every game, by search with
     exploration noise, the search's training target and its output. The move is
-    the Gumbel search's choice, or drawn from the visit counts with
-    ``selfplay``'s temperature (PUCT). ``tree``: the subtree carried from the
+    ``Searcher.play``'s: the Gumbel search's choice, or drawn from the visit
+    counts with ``selfplay``'s temperature (PUCT). ``tree``: the subtree carried from the
     last move (``search.reuse``; ``Searcher.carry``)."""
     searcher = Searcher.of(config, rules, nets)
-    puct = config.search.algorithm == "puct"
 
     def move(variables, states, key, tree=None):
-        search_key, move_key = jax.random.split(key)
-        out = searcher.run(variables, search_key, states, explore=True, tree=tree)
-        tau = temperature(config.selfplay, states.num_moves) if puct else None
-        return searcher.choose(move_key, out, states, tau=tau), out.action_weights, out
+        action, out = searcher.play(variables, key, states, move_cfg=config.selfplay,
+                                    explore=True, tree=tree)
+        return action, out.action_weights, out
 
     return move
 
