@@ -506,8 +506,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
                         help="a player to measure: a model, or mcts:MODEL:SIMS (repeatable)")
     add_args(parser, "--nodes")
     parser.add_argument("--engine-args", default="", metavar="'FLAGS'",
-                        help="more pbrain-agz flags for every candidate, e.g. '--fpu 0.2' "
-                             "(the candidate's name carries them)")
+                        help="more pbrain-agz flags for every candidate, e.g. '--fpu 0.2', "
+                             "or --engine-args=--no-vcf for a flag alone (the candidate's "
+                             "name carries them)")
     parser.add_argument("--games", type=int, default=20,
                         help="games per opponent (even, >= 2); default 20")
     parser.add_argument("--seed", type=int, default=None,
