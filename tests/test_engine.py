@@ -135,6 +135,22 @@ def test_guard_completes_five_then_blocks(eng, rule):
     assert a.simulations == 16 and a.policy[at(0, 4)] == 1.0
 
 
+def test_the_guard_is_search_moves_with_forced_moves_whatever_the_model(eng):
+    """A model that searches without forced moves still gets them at the root:
+    with an open four to make (tier 3 of ``tactics.search_moves``), only the two
+    points that make it are searched."""
+    model = eng.model._replace(config=eng.model.config.replace(
+        **{"search.forced_moves": False, "search.answer_threats": False}))
+    plain = engine.Engine(model, max_simulations=CAPACITY, chunk=CHUNK, vcf=False)
+    rules = plain.rules()
+    # Black: an open three on row 4 (x = 3..5); white scattered, no threats.
+    state = position(rules, [(3, 4), (4, 4), (5, 4), (0, 8)], [(0, 0), (8, 0), (8, 8)],
+                     to_play=0)
+    a = plain.analyse(rules, state, simulations=24)
+    assert a.reason == "search" and a.action in (at(2, 4), at(6, 4))
+    assert set(np.flatnonzero(a.visits)) <= {at(2, 4), at(6, 4)}
+
+
 def test_exactly_five_is_a_run_time_flag(eng):
     """X X _ X X X: the gap makes six, a win only in freestyle; one compilation
     serves both rules."""

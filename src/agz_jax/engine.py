@@ -41,10 +41,14 @@ virtual loss and evaluated in one batched net call
 at batch 1 as at 64, so it gains little there (``make bench``'s position
 section measures it); an accelerator is where batching pays.
 
-Tactics: the engine always completes its own five when it can (no search), and
+Tactics: the root's moves are ``tactics.search_moves``'s with forced moves on
+whatever the model's settings (its answers to threats and four-threes as the
+model says): the engine completes its own five when it can (no search), and
 when the opponent threatens a five it searches only among the points that
 block it. An untrained net therefore still never misses a win in one or a block
-of a four, and neither does a trained one under time pressure.
+of a four, and neither does a trained one under time pressure. Then the VCF
+reading (``agz_jax.vcf``): its own win by fours is played, the opponent's is
+stopped when a move can.
 
 Positions are ``gomoku.State`` (one game, no batch axis); actions are
 ``row * size + col``.
@@ -64,7 +68,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from agz_jax import features, mctx_loop, search, vcf
+from agz_jax import features, mctx_loop, search, tactics, vcf
 from agz_jax.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.models import Model
 from agz_jax.renju import foul_code
@@ -192,6 +196,7 @@ class _Compiled:
     threats: object  # (exact, board[A], stone) -> bool[A]: points that make a five for stone
     wins_on_board: object  # (exact, board[A]) -> bool[A]: stones on a winning line
     forbidden: object  # board[A] -> bool[A]: black's forbidden points (none but under renju)
+    guard: object  # (exact, state[1]) -> bool[A]: tactics.search_moves with forced moves
 
 
 class _Last(NamedTuple):
@@ -352,6 +357,14 @@ class Engine:
             return game(exact).five_points(board, me)
 
         @jax.jit
+        def guard(exact, states):
+            # The tiers of tactics.search_moves, forced moves always on: a
+            # five, else the blocks of the opponent's five, else an open four,
+            # then the model's own answers to threats and four-threes.
+            return tactics.search_moves(game(exact), states, True, settings.answer_threats,
+                                        settings.answer_four_threes)[0]
+
+        @jax.jit
         def wins_on_board(exact, board):
             rules = game(exact)
             return jax.vmap(lambda a: rules.is_win(board, a))(jnp.arange(rules.num_actions))
@@ -360,7 +373,7 @@ class Engine:
         def forbidden(board):
             return game(False).forbidden(board)
 
-        return _Compiled(start, chunk, results, carry, threats, wins_on_board, forbidden)
+        return _Compiled(start, chunk, results, carry, threats, wins_on_board, forbidden, guard)
 
     def warmup(self, rules: Rules | None = None) -> float:
         """Compile everything a move needs (under either rule); the seconds it took.
@@ -474,9 +487,13 @@ class Engine:
 
         wins = self.immediate_fives(rules, state, to_play) & legal
         blocks = self.immediate_fives(rules, state, 1 - to_play) & legal
-        allowed = legal
-        if blocks.any() and not wins.any():
-            allowed = blocks
+        states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
+        if self.rank is not None:
+            states = features.with_rank(states, self.rank)
+        exact = _exact(rules)
+        allowed = np.asarray(fns.guard(exact, states)) & legal
+        if not allowed.any():  # unreachable: the tiers keep legal moves
+            allowed = legal
         line = defended = None
         if self.vcf and not wins.any():
             line, defended = self._read_fours(rules, board, to_play, t0, deadline,
@@ -485,10 +502,6 @@ class Engine:
                 allowed = allowed & defended
             else:
                 defended = None
-        states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
-        if self.rank is not None:
-            states = features.with_rank(states, self.rank)
-        exact = _exact(rules)
         key = jax.random.fold_in(self._key, self._calls)
         rank = int(states.rank[0])
         tree = self._kept(rules, state, rank) if keep else None
@@ -548,7 +561,7 @@ class Engine:
             value = float(value)
             q = np.where(visits > 0, np.asarray(q, np.float64), np.nan)
             reason = ("defend" if defended is not None else
-                      "block" if allowed is blocks else "search")
+                      "block" if blocks.any() and not wins.any() else "search")
             self._last = _Last(tree, board.copy(), to_play, rules.rule,
                                int(state.last_action), rank)
         if not legal[action]:  # the guards above make this unreachable
