@@ -1,7 +1,13 @@
 """``gtp-agz``: the raw move-prediction net as a Go engine speaking GTP 2.
 
+    gtp-agz                                          # the shipped 19x19 net, models/go19
     gtp-agz --model runs/go-mp-cpu/depth-12          # then GTP on stdin/stdout
     python -m agz_jax.go.gtp_engine --model DIR
+
+Without ``--model`` it plays the net shipped in ``models/go19`` (found as
+``agz_jax.models`` finds the gomoku models: ``$AGZ_JAX_MODELS`` or the
+repository's ``models/``; see its MODEL_CARD.md); ``--model NAME`` picks
+another model of that folder, ``--model DIR`` any model directory.
 
 As Maddison et al. (Section 5.2) let their net play: ``genmove`` plays the
 legal point of highest probability in the softmax of the colour to move, with
@@ -14,7 +20,10 @@ komi; ``--no-pass-when-ahead`` turns that off).
 Commands: protocol_version, name, version, known_command, list_commands,
 boardsize (the net's size only), clear_board, komi, play, genmove, undo,
 final_score (area score, every stone alive), showboard, quit. The rules are
-Chinese: suicide illegal, positional superko. ``play`` refuses an illegal move
+Chinese: suicide illegal, positional superko. A net trained with the ladder
+plane zero (``go.train19``'s default ``--ladder none``: ``"ladder": "none"`` in
+its ``net.json``, or in the ``settings.json`` beside it) gets that plane zero
+here too. ``play`` refuses an illegal move
 (``? illegal move``); a move out of turn is played (GTP allows it). Every
 malformed command gets a ``?`` error and the engine goes on.
 """
@@ -23,16 +32,19 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import math
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from agz_jax.go import net as net_lib
-from agz_jax.go.features import RANKS, batched, channel_names
+from agz_jax.go.features import RANKS, batched, channel, channel_names
 from agz_jax.go.gtp import GtpError
 from agz_jax.go.referee import own_eyes
 from agz_jax.go.rules import BLACK, WHITE, Rules, State, point, to_text, vertex
@@ -43,6 +55,7 @@ COMMANDS = ("protocol_version", "name", "version", "known_command", "list_comman
             "boardsize", "clear_board", "komi", "play", "genmove", "undo", "final_score",
             "showboard", "quit")
 COLOURS = {"b": BLACK, "black": BLACK, "w": WHITE, "white": WHITE}
+DEFAULT_MODEL = "go19"
 
 
 class GtpFailure(Exception):
@@ -82,10 +95,11 @@ class Engine:
 
     def __init__(self, config: net_lib.NetConfig | None = None, params=None, ranks: int = 0,
                  name: str = "agz_jax", pass_when_ahead: bool = True,
-                 choose: Callable[[State], int] | None = None):
+                 choose: Callable[[State], int] | None = None, ladder_plane: bool = True):
         if choose is None and (config is None or params is None):
             raise ValueError("an Engine needs a net (config and params) or a choose function")
         self.config, self.params, self.ranks = config, params, ranks
+        self.ladder_plane = ladder_plane  # False: the net was trained with it zero
         self.name = name
         self.pass_when_ahead = pass_when_ahead
         self._choose = choose
@@ -158,6 +172,8 @@ class Engine:
         else:
             one = jax.tree.map(lambda x: x[None], state._replace(rank=jnp.int32(-1)))
             planes = batched(self.rules, self.ranks)(one)[0]
+            if not self.ladder_plane:
+                planes = planes.at[..., channel("ladder", self.ranks)].set(0.0)
             legal = planes[..., channel_names(self.ranks).index("legal")].reshape(-1) > 0
             action = int(_policy_fn(self.rules, self.config)(
                 self.params, planes, legal, state.board, state.to_play)[0])
@@ -321,12 +337,53 @@ class LocalClient:
         self.close()
 
 
-def load_engine(model: str, **kw) -> Engine:
-    config, params, _ = net_lib.load(model)
+def default_model() -> Path:
+    """The model ``gtp-agz`` plays without ``--model``: ``models/go19`` where
+    ``agz_jax.models`` looks for models (``$AGZ_JAX_MODELS`` or the repository's)."""
+    from agz_jax.models import models_dir
+
+    return models_dir() / DEFAULT_MODEL
+
+
+def resolve_model(model: str | Path | None) -> Path:
+    """The model directory of ``--model``: None -> ``default_model()``; a bare
+    name of a model in the models folder (``go19``) -> that model; else a path."""
+    if model is None:
+        path = default_model()
+        if not (path / "net.json").exists():
+            raise FileNotFoundError(f"no default model: {path} is missing or holds no "
+                                    "net.json; pass --model DIR")
+        return path
+    text = str(model)
+    if "/" not in text and os.sep not in text:
+        named = default_model().parent / text
+        if (named / "net.json").exists():
+            return named
+    return Path(text)
+
+
+def ladder_plane_read(path: Path, meta: dict) -> bool:
+    """Whether the net at ``path`` was trained with the ladder plane read (True)
+    or zero (False): ``meta["ladder"]`` of its net.json, else ``train.ladder`` of
+    a ``settings.json`` beside it (``experiments.go_train19``'s run folder), else
+    read (``go.movepred``'s data sets hold it)."""
+    mode = meta.get("ladder")
+    if mode is None and (path / "settings.json").exists():
+        try:
+            mode = json.loads((path / "settings.json").read_text()).get("train", {}).get("ladder")
+        except (ValueError, AttributeError):
+            mode = None
+    return mode != "none"
+
+
+def load_engine(model: str | Path | None = None, **kw) -> Engine:
+    path = resolve_model(model)
+    config, params, meta = net_lib.load(path)
     ranks = RANKS if config.channels == len(channel_names(RANKS)) else 0
     if config.channels != len(channel_names(ranks)):
-        raise ValueError(f"{model}: a net of {config.channels} input planes; the features "
+        raise ValueError(f"{path}: a net of {config.channels} input planes; the features "
                          f"have {len(channel_names(0))} or {len(channel_names(RANKS))}")
+    kw.setdefault("ladder_plane", ladder_plane_read(path, meta))
     return Engine(config, params, ranks, **kw)
 
 
@@ -348,7 +405,10 @@ def serve(engine: Engine, stdin=None, stdout=None) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="gtp-agz", description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", required=True, help="a model directory (go_movepred's depth-D)")
+    p.add_argument("--model", default=None,
+                   help=f"a model directory (go_train19's or go_movepred's depth-D) or the "
+                        f"name of one in models/ (default: {DEFAULT_MODEL}, the shipped 19x19 "
+                        f"net)")
     p.add_argument("--name", default="agz_jax")
     p.add_argument("--no-pass-when-ahead", action="store_true",
                    help="pass only when no other point is left")
