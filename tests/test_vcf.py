@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from agz_jax import vcf
@@ -160,12 +160,21 @@ def test_renju_forbidden_points():
     board = board_of([at(4, 2), at(4, 3), at(4, 4), at(0, 8)], [at(8, 8), at(8, 7), at(0, 0)])
     assert vcf.solve(board, 1, SIZE, "freestyle") in ([at(4, 1)], [at(4, 5)])
     assert vcf.solve(board, 1, SIZE, "renju", is_forbidden=is_forbidden) is None
-    # White's four whose only block is forbidden to black: a win at once.
-    board = board_of([at(0, 0), at(0, 8), at(8, 0)], [at(4, 1), at(4, 2), at(4, 3), at(8, 8)])
-    assert vcf.solve(board, -1, SIZE, "freestyle") is not None  # (4,4): an open four
-    board[at(4, 0)] = 1  # now only (4,4) then the block at (4,5) remains
-    assert vcf.solve(board, -1, SIZE, "freestyle") is None
-    assert vcf.solve(board, -1, SIZE, "renju", is_forbidden=is_forbidden) == [at(4, 4)]
+    # White's four whose only block is forbidden to black (read by the real
+    # renju rule): a win at once. Black's (4,5) would make two open threes,
+    # (2,5)-(4,5) and (4,5)-(6,7).
+    from agz_jax import renju
+
+    def foul(cells, p):
+        return renju.foul_code(np.asarray(cells, np.int8), p) != 0
+
+    board = board_of([at(4, 0), at(2, 5), at(3, 5), at(5, 6), at(6, 7)],
+                     [at(4, 1), at(4, 2), at(4, 3), at(8, 8), at(0, 0)])
+    after = board.copy()
+    after[at(4, 4)] = -1
+    assert renju.foul_code(after, at(4, 5)) != 0  # the block is a double three
+    assert vcf.solve(board, -1, SIZE, "freestyle") is None  # (4,4), blocked at (4,5)
+    assert vcf.solve(board, -1, SIZE, "renju", is_forbidden=foul) == [at(4, 4)]
 
 
 def test_defences_of_an_open_three_are_its_ends_and_the_far_points():
@@ -222,6 +231,7 @@ def test_found_lines_win_and_depth_2_agrees_with_exhaustive_search(seed, rule):
 def test_defences_are_exactly_the_moves_that_stop_every_vcf(seed):
     """Every empty point is tried: the candidates ``defences`` reads leave none out."""
     board = random_position(seed, stones=(6, 14))
+    assume(not fives(board, -1))  # with a five to make, white just wins (the engine plays it)
     found = vcf.defences(board, -1, SIZE)  # white to move, black's threats
     if found is None:
         assert vcf.solve(board, 1, SIZE) is None
@@ -266,3 +276,23 @@ def test_the_ledger_report_marks_a_missed_and_a_lost_defence(tmp_path, capsys):
     assert vcf_report.main(["--ledger", str(ledger), "--candidate", "other"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "its players: cand" in err
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(0, 10 ** 6))
+def test_the_renju_prefilter_hides_no_foul(seed):
+    """``Position.forbidden`` asks the rule only where a foul can be: on random
+    crowded boards it agrees with the rule at every empty point."""
+    from agz_jax import renju
+
+    def foul(cells, p):
+        return renju.foul_code(np.asarray(cells, np.int8), p) != 0
+
+    rng = np.random.default_rng(seed)  # black-heavy, crowded: fouls are common
+    picks = rng.permutation(SIZE * SIZE)[:int(rng.integers(18, 26))]
+    board = np.zeros(SIZE * SIZE, np.int8)
+    board[picks] = 1
+    board[picks[:len(picks) // 4]] = -1
+    pos = vcf.Position(board, SIZE, "renju", foul)
+    for p in np.flatnonzero(board == 0):
+        assert pos.forbidden(int(p), 1) == foul(board, int(p)), int(p)

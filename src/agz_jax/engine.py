@@ -89,6 +89,10 @@ subtree reuse the carried visits count towards it."""
 VCF_SHARE = 0.3
 """The share of a timed move's budget the VCF reading (``Engine(vcf=True)``)
 may take; past it the move is searched without it."""
+VCF_UNTIMED_S = 1.0
+"""The VCF reading's time limit for a move without a deadline (under renju,
+where each black four asks ``renju.foul_code``, a reading can otherwise run
+for tens of seconds)."""
 
 
 class Analysis(NamedTuple):
@@ -576,17 +580,17 @@ class Engine:
         when it has none and the opponent has one, bool[A] of the moves that
         stop every opponent VCF (``vcf.defences``), None when there is no such
         threat, nothing stops it, or the reading ran out of time (at most
-        ``VCF_SHARE`` of the move's time; without a deadline, ``vcf.NODES``
-        nodes a search bound it). ``defend`` False: the own VCF only (facing a
+        ``VCF_SHARE`` of the move's time, ``VCF_UNTIMED_S`` without a
+        deadline). ``defend`` False: the own VCF only (facing a
         five, the block is the one defence)."""
         me = 1 if to_play == 0 else -1
         forbidden = None
         if rules.rule == "renju":
             def forbidden(cells, p):
                 return foul_code(np.asarray(cells, np.int8), p) != 0
-        until = None
-        if deadline is not None:  # on the engine's clock, converted to perf_counter's
-            until = time.perf_counter() + VCF_SHARE * max(0.0, deadline - t0)
+        # On the engine's clock, converted to perf_counter's.
+        share = VCF_UNTIMED_S if deadline is None else VCF_SHARE * max(0.0, deadline - t0)
+        until = time.perf_counter() + share
         try:
             line = vcf.solve(board, me, self.size, rules.rule, is_forbidden=forbidden,
                              deadline=until)

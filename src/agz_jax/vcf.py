@@ -58,16 +58,18 @@ class OutOfTime(Exception):
 
 @functools.cache
 def _geometry(size: int):
-    """(windows, windows_of, steps): the 5-point windows (tuples of points), the
-    windows through each point, and each point's neighbour along each
-    direction and its opposite (-1 off the board)."""
+    """(windows, windows_of, steps, directions): the 5-point windows (tuples of
+    points), the windows through each point, each point's neighbour along each
+    direction and its opposite (-1 off the board), and each window's direction."""
     windows: list[tuple[int, ...]] = []
-    for dr, dc in _DIRECTIONS:
+    directions: list[int] = []
+    for d, (dr, dc) in enumerate(_DIRECTIONS):
         for r in range(size):
             for c in range(size):
                 cells = [(r + k * dr, c + k * dc) for k in range(5)]
                 if all(0 <= rr < size and 0 <= cc < size for rr, cc in cells):
                     windows.append(tuple(rr * size + cc for rr, cc in cells))
+                    directions.append(d)
     windows_of: list[list[int]] = [[] for _ in range(size * size)]
     for w, cells in enumerate(windows):
         for p in cells:
@@ -83,7 +85,7 @@ def _geometry(size: int):
                         nxt[r * size + c] = rr * size + cc
             steps.append(nxt)
     return (tuple(windows), tuple(tuple(w) for w in windows_of),
-            tuple(tuple(s) for s in steps))
+            tuple(tuple(s) for s in steps), tuple(directions))
 
 
 @functools.cache
@@ -111,7 +113,8 @@ class Position:
             raise ValueError(f"a {size}x{size} board has {size * size} points, got {len(cells)}")
         self.size, self.rule = size, rule
         self.cells = cells
-        self.windows, self.windows_of, self.steps = _geometry(size)
+        self.windows, self.windows_of, self.steps, self.direction = _geometry(size)
+        self._fouls: dict[tuple[int, int], bool] = {}
         self.is_forbidden = is_forbidden if rule == "renju" else None
         n = len(self.windows)
         self.count = {1: [0] * n, -1: [0] * n}
@@ -200,7 +203,30 @@ class Position:
         return out
 
     def forbidden(self, p: int, colour: int) -> bool:
-        return colour == 1 and self.is_forbidden is not None and self.is_forbidden(self.cells, p)
+        """Under renju, may black (``colour`` 1) not play the empty point ``p``?
+
+        ``is_forbidden`` is asked only where a foul can be: a black stone on
+        ``p`` makes six or more in a row; or it makes three or more black
+        stones with no white one in a window through ``p`` in two directions
+        (a double three or a double four across two lines); or four in two
+        windows of one direction (a double four on one line, ``X.XXX.X``).
+        Its answers are kept for the position."""
+        if colour != 1 or self.is_forbidden is None:
+            return False
+        count_b, count_w = self.count[1], self.count[-1]
+        lines: set[int] = set()
+        fours = [0, 0, 0, 0]
+        for w in self.windows_of[p]:
+            if count_w[w] == 0 and count_b[w] >= 2:
+                lines.add(self.direction[w])
+                fours[self.direction[w]] += count_b[w] >= 3
+        if (len(lines) < 2 and max(fours) < 2
+                and not any(self._run(p, 1, d) >= 6 for d in range(4))):
+            return False
+        key = (self.key, p)
+        if key not in self._fouls:
+            self._fouls[key] = bool(self.is_forbidden(self.cells, p))
+        return self._fouls[key]
 
 
 class _Search:
@@ -352,7 +378,8 @@ def defences(board, me: int, size: int, rule: str = "freestyle", *, nodes: int =
     decides. A four of ``me`` is read with the opponent's forced block and the
     opponent then to move, as if the four had cost ``me`` its tempo (the safe
     side). ``moves`` may be empty: nothing found stops every VCF.
-    ``deadline``: as in ``solve`` (``OutOfTime`` past it).
+    ``deadline``: as in ``solve`` (``OutOfTime`` past it). ``me`` is taken to
+    have no five point of its own (with one it just wins).
     """
     budget = dict(nodes=nodes, depth=depth, deadline=deadline)
     pos = Position(board, size, rule, is_forbidden)
