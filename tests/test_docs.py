@@ -503,8 +503,8 @@ def test_readme_shows_commands():
     kinds = {c.kind for c in found}
     modules = {c.name for c in found if c.kind == "module"}
     assert kinds == {"module", "script", "make"}, kinds
-    assert {"experiments.selfplay", "experiments.arena", "agz_jax.web"} <= modules, modules
-    assert any("--search.num-simulations" in c.args for c in found)
+    assert {"experiments.selfplay", "experiments.outside", "agz_jax.brain"} <= modules, modules
+    assert any("--turn-ms" in c.args for c in found)  # and their flags
 
 
 FAKE_README = """\
