@@ -203,6 +203,27 @@ def test_a_passed_deadline_stops_the_reading():
     assert vcf.solve(board, 1, SIZE, deadline=time.perf_counter() + 60) is not None
 
 
+def test_a_cut_off_search_leaves_the_position_as_it_was():
+    """Out of nodes or out of time deep in a line, every stone comes off again
+    (``defences`` goes on reading the same position)."""
+    # Black's VCF here: four, block, four, block, win ([4, 13, 38, 41, 14]).
+    black = [11, 22, 30, 31, 39, 40, 42, 47, 64]
+    white = [15, 16, 19, 23, 33, 51, 52, 67, 68]
+    pos = vcf.Position(board_of(black, white), SIZE)
+
+    def state():
+        return list(pos.cells), pos.key, {c: list(n) for c, n in pos.count.items()}
+
+    before = state()
+    assert vcf.solve_position(pos, 1, nodes=2) is None
+    assert state() == before
+    search = vcf._Search(pos, 1, 66, time.perf_counter() - 1)  # the clock: at the 2nd node
+    with pytest.raises(vcf.OutOfTime):
+        search.run(vcf.DEPTH)
+    assert state() == before
+    assert vcf.solve_position(pos, 1) is not None and state() == before
+
+
 def test_bad_boards_are_refused():
     with pytest.raises(ValueError, match="81 points"):
         vcf.solve(np.zeros(80, np.int8), 1, SIZE)

@@ -186,7 +186,7 @@ class Position:
         if self._exact(colour):
             out = {p for p in out if self.makes_five(p, colour)}
         if colour == 1 and self.is_forbidden is not None:
-            out = {p for p in out if not self.is_forbidden(self.cells, p)}
+            out = {p for p in out if not self.forbidden(p, colour)}
         return out
 
     def four_moves(self, colour: int) -> set[int]:
@@ -237,8 +237,8 @@ class _Search:
 
     def run(self, depth: int) -> list[int] | None:
         pos, a, d = self.pos, self.a, self.d
-        if pos.five_points(a):
-            return [min(pos.five_points(a))]
+        if mine := pos.five_points(a):
+            return [min(mine)]
         self.nodes -= 1
         if self.nodes < 0:
             raise _OutOfNodes
@@ -258,22 +258,24 @@ class _Search:
                 if pos.forbidden(m, a):
                     continue
                 pos.put(m, a)
-                fives = pos.five_points(a)
-                if len(fives) >= 2:
-                    found = [m]
-                elif len(fives) == 1:
-                    (b,) = fives
-                    if pos.forbidden(b, d):
-                        found = [m]  # black may not block there (renju)
-                    else:
-                        pos.put(b, d)
-                        try:
-                            rest = self.run(depth - 1)
-                        finally:
-                            pos.take(b)
-                        if rest is not None:
-                            found = [m, b, *rest]
-                pos.take(m)
+                try:  # every stone comes off again, also when the search is cut off
+                    fives = pos.five_points(a)
+                    if len(fives) >= 2:
+                        found = [m]
+                    elif len(fives) == 1:
+                        (b,) = fives
+                        if pos.forbidden(b, d):
+                            found = [m]  # black may not block there (renju)
+                        else:
+                            pos.put(b, d)
+                            try:
+                                rest = self.run(depth - 1)
+                            finally:
+                                pos.take(b)
+                            if rest is not None:
+                                found = [m, b, *rest]
+                finally:
+                    pos.take(m)
                 if found is not None:
                     break
         self.table[key] = found
@@ -285,16 +287,10 @@ def solve_position(pos: Position, attacker: int, *, nodes: int = NODES,
     """``attacker``'s VCF in ``pos`` with ``attacker`` to move (see ``solve``)."""
     if deadline is not None and time.perf_counter() > deadline:
         raise OutOfTime
-    played = list(pos.cells)
     try:
         return _Search(pos, attacker, nodes, deadline).run(depth)
     except _OutOfNodes:
         return None
-    except OutOfTime:
-        for p, v in enumerate(played):  # the search's stones come off
-            if pos.cells[p] != v:
-                pos.take(p)
-        raise
 
 
 def solve(board, me: int, size: int, rule: str = "freestyle", *, nodes: int = NODES,
