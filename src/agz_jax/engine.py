@@ -573,7 +573,6 @@ class Engine:
         return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, q, visits,
                         done - kept, kept, self.clock() - t0, reason)
 
-
     def _read_fours(self, rules: Rules, board: np.ndarray, to_play: int, t0: float,
                     deadline: float | None, defend: bool = True):
         """(line, defended): the side to move's VCF (``vcf.solve``) or None; and

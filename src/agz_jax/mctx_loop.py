@@ -609,10 +609,10 @@ def gumbel_selection(num_simulations: int, max_num_considered_actions: int,
 
 
 def gumbel_tree(root: mctx.RootFnOutput, capacity: int, invalid_actions: jax.Array,
-                gumbel_key: jax.Array, gumbel_scale: float = 1.0) -> mctx.Tree:
+                gumbel_key: jax.Array, gumbel_scale: float | jax.Array = 1.0) -> mctx.Tree:
     """A tree holding ``root`` (its prior masked by ``invalid_actions``) and the
     root's Gumbel noise, drawn from ``gumbel_key`` and scaled by ``gumbel_scale``
-    (0: no noise)."""
+    (0: no noise; an array broadcast against the logits scales rows apart)."""
     chex.assert_equal_shape([root.prior_logits, invalid_actions])
     root = root.replace(prior_logits=mask_logits(root.prior_logits, ~invalid_actions))
     gumbel = gumbel_scale * jax.random.gumbel(

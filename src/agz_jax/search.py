@@ -272,7 +272,7 @@ class Searcher:
         """A tree of room ``capacity`` simulations, rooted at ``states``.
 
         explore: root noise as in self-play (Dirichlet for PUCT, Gumbel for
-          Gumbel), drawn from ``key``; a bool, or bool[B] for some rows only.
+          Gumbel), drawn from ``key``; a bool, or for Gumbel bool[B] (some rows only).
         tree: a carried tree (``carry``): its rows that hold a subtree keep it,
           under the fresh roots' prior (so the noise is drawn anew); the others
           start from the fresh root.
@@ -286,17 +286,14 @@ class Searcher:
         if allowed is not None:
             invalid = invalid | ~allowed
             root = root.replace(prior_logits=mask_logits(root.prior_logits, ~invalid))
-        rows = not isinstance(explore, bool)  # noise in some rows only
-        if s.algorithm == "gumbel":
-            scale = (jnp.asarray(explore, jnp.float32)[:, None] if rows
-                     else 1.0 if explore else 0.0)
+        if s.algorithm == "gumbel":  # a scale of 1 (noise) or 0 per row
+            scale = jnp.reshape(jnp.asarray(explore, jnp.float32), (-1, 1))
             return gumbel_tree(root, capacity, invalid, key, scale)
-        if (rows or explore) and s.dirichlet_fraction > 0:
-            noisy = add_dirichlet_noise(key, root.prior_logits, ~invalid, s.dirichlet_fraction,
-                                        s.dirichlet_alpha)
-            if rows:
-                noisy = jnp.where(jnp.asarray(explore)[:, None], noisy, root.prior_logits)
-            root = root.replace(prior_logits=noisy)
+        if not isinstance(explore, bool):
+            raise ValueError("PUCT's root noise is for every row or none: explore must be a bool")
+        if explore and s.dirichlet_fraction > 0:
+            root = root.replace(prior_logits=add_dirichlet_noise(
+                key, root.prior_logits, ~invalid, s.dirichlet_fraction, s.dirichlet_alpha))
         if tree is not None:
             return with_root(tree, root, invalid)
         return start_tree(root, capacity, invalid)
