@@ -43,6 +43,7 @@ def flags(*argv: str) -> argparse.Namespace:
     p.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--c-puct", type=float, default=None)
     p.add_argument("--leaves", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
     p.add_argument("--fpu", type=float, default=None)
     p.add_argument("--vcf", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--threat-values", action=argparse.BooleanOptionalAction, default=None)
@@ -85,20 +86,21 @@ def test_play_settings(model):
     own = model.config.search
     plan = play_settings(model, flags())
     assert plan["timed"] == dict(max_simulations=engine.PLAY_CAPACITY, algorithm="puct",
-                                 reuse=True, c_puct=None, leaves=0, fpu=None, vcf=True,
-                                 threat_values=None)
+                                 reuse=True, c_puct=None, leaves=0, threads=1, fpu=None,
+                                 vcf=True, threat_values=None)
     assert plan["untimed"] == dict(max_simulations=MODEL_SIMS, algorithm="gumbel",
-                                   reuse=False, c_puct=None, leaves=0, fpu=None, vcf=True,
-                                   threat_values=None)
+                                   reuse=False, c_puct=None, leaves=0, threads=1, fpu=None,
+                                   vcf=True, threat_values=None)
     assert plan["simulations"] == own.num_simulations == MODEL_SIMS
     # One PUCT search for every move: one engine, the untimed count run in the big tree.
     plan = play_settings(model, flags("--algorithm", "puct", "--reuse", "--sims", "100"))
     assert plan["untimed"] is None and plan["simulations"] == 100
     assert plan["timed"]["reuse"] and plan["timed"]["max_simulations"] == engine.PLAY_CAPACITY
     plan = play_settings(model, flags("--sims", "20000", "--no-reuse", "--c-puct", "2.5",
-                                      "--leaves", "8", "--fpu", "0.2"))
+                                      "--leaves", "8", "--fpu", "0.2", "--threads", "2"))
     assert plan["timed"] == dict(max_simulations=20000, algorithm="puct", reuse=False,
-                                 c_puct=2.5, leaves=8, fpu=0.2, vcf=True, threat_values=None)
+                                 c_puct=2.5, leaves=8, threads=2, fpu=0.2, vcf=True,
+                                 threat_values=None)
     plan = play_settings(model, flags("--no-vcf", "--threat-values"))
     assert plan["timed"]["vcf"] is False and plan["timed"]["threat_values"] is True
     e = engine.Engine(model, max_simulations=8, **{k: v for k, v in plan["timed"].items()
@@ -107,6 +109,7 @@ def test_play_settings(model):
     assert plan["untimed"]["algorithm"] == "gumbel" and not plan["untimed"]["reuse"]
     assert plan["untimed"]["fpu"] is None  # first-play urgency is PUCT's
     assert plan["untimed"]["leaves"] == 0  # Gumbel: one leaf at a time
+    assert plan["untimed"]["threads"] == 1  # and one tree
     assert play_settings(model, flags("--max-sims", "300"))["timed"]["max_simulations"] == 300
     # PUCT without a time limit keeps the model's reuse (here none): two engines.
     plan = play_settings(model, flags("--algorithm", "puct"))

@@ -279,7 +279,7 @@ def test_reuse_carries_the_subtree_across_the_reply(reusing):
     assert reusing.check_board(rules, board) == []
     first = reusing.analyse(rules, engine.make_state(rules, board, 0), simulations=256)
     assert first.reason == "search" and first.carried == 0 and first.simulations == 256
-    t = jax.tree.map(np.asarray, reusing._last.tree)
+    t = jax.tree.map(np.asarray, reusing._lasts[0].tree)
     child = t.children_index[0, 0, first.action]
     reply = int(np.argmax(t.children_visits[0, child]))
     expected = int(t.children_visits[0, t.children_index[0, child, reply]].sum())
@@ -357,7 +357,7 @@ def test_first_play_urgency_values_unvisited_children_below_their_node(tmp_path)
     rules = e.rules()
     a = e.analyse(rules, position(rules, [(4, 4), (5, 4)], [(4, 5)]), simulations=40)
     assert a.simulations == 40 and a.visits.sum() == 40 and a.reason == "search"
-    last = e._last.tree
+    last = e._lasts[0].tree
     root = mctx.Tree.ROOT_INDEX
     tree = jax.tree.map(lambda x: x[0], last)
     q = search.parent_qvalues(tree, root, reduction=0.3)

@@ -78,7 +78,10 @@ time limit a move runs ``--sims`` simulations (default: the model's
 ``search.num_simulations``) of the model's own search, as trained (compiled at
 the first such move). ``--algorithm``, ``--reuse`` and ``--c-puct`` set the
 search for every move; ``--leaves K`` has a PUCT search evaluate K leaves a step
-in one batched net call, with virtual loss (``mctx_loop.parallel_steps``).
+in one batched net call, with virtual loss (``mctx_loop.parallel_steps``);
+``--threads T`` has PUCT grow T trees of the position at once, one a thread
+and each under another board symmetry, and sum their root visits (root
+parallelism: a one-position search keeps about one core busy).
 ``ABOUT`` names both searches, and with ``--debug`` a ``DEBUG`` line before each
 move says what ran: simulations (and the visits carried over), time against the
 budget, value, and the search.
@@ -142,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leaves", type=int, default=0,
                         help="PUCT: leaves a step, evaluated in one batched net call with "
                              "virtual loss (leaf parallelism); 0 (default): one at a time")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="PUCT: trees of the position searched at once, one a thread, "
+                             "each under another board symmetry, their visits summed (root "
+                             "parallelism, 1 to 8); default: 1")
     parser.add_argument("--threat-values", action=argparse.BooleanOptionalAction, default=None,
                         help="value a searched position whose stones force a win within six "
                              "plies by that win (search.threat_values); default: the model's")
@@ -158,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--sims, --max-sims and --chunk must be positive")
     if args.leaves < 0:
         parser.error(f"--leaves must be 0 or more, got {args.leaves}")
+    if not 1 <= args.threads <= 8:
+        parser.error(f"--threads must be 1 to 8 (one tree a board symmetry), got {args.threads}")
     if args.sims is not None and args.max_sims is not None and args.sims > args.max_sims:
         parser.error(f"--sims {args.sims} is more than --max-sims {args.max_sims}, the tree's "
                      "capacity: lower --sims or raise --max-sims")
@@ -230,9 +239,10 @@ def play_settings(model, args) -> dict:
     algorithm = args.algorithm or "puct"
     reuse = args.reuse if args.reuse is not None else algorithm == "puct"
     def engine_args(max_simulations: int, algorithm: str, reuse: bool) -> dict:
-        puct = algorithm == "puct"  # leaves and first-play urgency are PUCT's
+        puct = algorithm == "puct"  # leaves, threads and first-play urgency are PUCT's
         return dict(max_simulations=max_simulations, algorithm=algorithm, reuse=reuse,
                     c_puct=args.c_puct, leaves=args.leaves if puct else 0,
+                    threads=args.threads if puct else 1,
                     fpu=args.fpu if puct else None, vcf=args.vcf,
                     threat_values=args.threat_values)
 

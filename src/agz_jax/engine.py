@@ -41,6 +41,16 @@ virtual loss and evaluated in one batched net call
 at batch 1 as at 64, so it gains little there (``make bench``'s position
 section measures it); an accelerator is where batching pays.
 
+Threads (``threads=T``, PUCT): root parallelism. T trees of the same root
+grow at once, one a host thread (XLA runs each call on the thread that makes
+it, and a one-position search keeps about one core busy), and their root
+statistics are summed. Tree ``i`` searches the position under the board's
+symmetry ``i`` (``agz_jax.symmetry``; tree 0 the position as it is): the rules
+are symmetric and the nets are not quite, so the trees differ, and the merged
+root averages the nets over T symmetries. Each tree keeps its own subtree for
+reuse and deepening. Without a deadline the budget is split evenly, so a
+search is as reproducible with T trees as with one.
+
 Tactics: the root's moves are ``tactics.search_moves``'s with forced moves on
 whatever the model's settings (its answers to threats and four-threes as the
 model says): the engine completes its own five when it can (no search), and
@@ -56,6 +66,7 @@ Positions are ``gomoku.State`` (one game, no batch axis); actions are
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
 import threading
@@ -68,7 +79,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from agz_jax import features, mctx_loop, search, tactics, vcf
+from agz_jax import features, mctx_loop, search, symmetry, tactics, vcf
 from agz_jax.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.models import Model
 from agz_jax.renju import foul_code
@@ -203,6 +214,33 @@ class _Compiled:
     guard: object  # (exact, state[1]) -> bool[A]: tactics.search_moves with forced moves
 
 
+class _Tree(NamedTuple):
+    """One tree of a search, before it grows: its index (and the board symmetry
+    it searches under), the tree, its random key, the visits it holds, and its
+    root's prior in the position's frame."""
+
+    lane: int
+    tree: object
+    key: jax.Array
+    kept: int
+    prior: np.ndarray
+
+
+class _Grown(NamedTuple):
+    """One tree after it grew: its root statistics in the position's frame, the
+    visits it holds (``done``) and held before (``kept``)."""
+
+    lane: int
+    tree: object
+    visits: np.ndarray
+    value: float
+    q: np.ndarray
+    action: int
+    prior: np.ndarray
+    done: int
+    kept: int
+
+
 class _Last(NamedTuple):
     """The last search's tree and root position (for reuse and deepening)."""
 
@@ -245,6 +283,9 @@ class Engine:
       vcf: read victories by continuous fours at the root (``agz_jax.vcf``):
         play one's own, and search only among the moves that stop the
         opponent's (when any does).
+      threads: T >= 1 trees of the root searched at once, one a host thread,
+        tree ``i`` under the board's symmetry ``i`` (root parallelism; PUCT
+        only); their root visits are summed.
     """
 
     def __init__(self, model: Model, *, max_simulations: int | None = None,
@@ -252,7 +293,7 @@ class Engine:
                  algorithm: str | None = None, reuse: bool | None = None,
                  c_puct: float | None = None, clock: Callable[[], float] = time.perf_counter,
                  leaves: int = 0, fpu: float | None = None, vcf: bool = True,
-                 threat_values: bool | None = None):
+                 threat_values: bool | None = None, threads: int = 1):
         settings = model.config.search
         overrides = {k: v for k, v in (("algorithm", algorithm), ("reuse", reuse),
                                        ("c_puct", c_puct), ("threat_values", threat_values))
@@ -270,6 +311,12 @@ class Engine:
             raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
         if not isinstance(leaves, int) or leaves < 0:
             raise ValueError(f"leaves must be a non-negative integer, got {leaves!r}")
+        if not isinstance(threads, int) or not 1 <= threads <= symmetry.NUM_SYMMETRIES:
+            raise ValueError(f"threads must be an integer from 1 to {symmetry.NUM_SYMMETRIES} "
+                             f"(one tree a board symmetry), got {threads!r}")
+        if threads > 1 and self.search_cfg.algorithm != "puct":
+            raise ValueError("threads (root parallelism) is for PUCT: Gumbel's sequential "
+                             "halving has no meaning for summed visit counts")
         if leaves and self.search_cfg.algorithm != "puct":
             raise ValueError("leaves (leaf parallelism) is for PUCT: virtual visits would "
                              "disturb Gumbel's sequential halving")
@@ -284,7 +331,9 @@ class Engine:
         self._calls = 0
         self._compiled: dict[bool, _Compiled] = {}
         self._lock = threading.Lock()
-        self._last: _Last | None = None
+        self.threads = threads
+        self._lasts: list[_Last | None] = [None] * threads
+        self._pool = None  # the threads of trees 1..T-1, made at the first search
         self.gamma = float(model.config.decay.gamma)
         self.variables = jax.device_put(model.variables)
         self.clock = clock
@@ -302,6 +351,7 @@ class Engine:
                    if s.qtransform == "parent" else ")") if s.algorithm == "puct"
                 else f"gumbel search ({s.max_considered_actions} considered moves)")
         return (f"{what}, up to {self.max_simulations} simulations a move"
+                f"{f' in each of {self.threads} trees' if self.threads > 1 else ''}"
                 f"{f', {self.leaves} leaves a step' if self.leaves else ''}"
                 f"{', subtree reuse' if s.reuse else ''}")
 
@@ -388,21 +438,21 @@ class Engine:
         """
         rules = rules or self.rules()
         t0 = time.perf_counter()
-        calls, last = self._calls, self._last
+        calls, lasts = self._calls, self._lasts
         empty = np.zeros(rules.num_actions, np.int8)
         self.check_board(rules, empty)
         state = make_state(rules, empty, 0)
-        sims = min(2 * self.chunk, self.max_simulations)
-        self._last = None
+        sims = min(2 * self.chunk, self.max_simulations) * self.threads
+        self._lasts = [None] * self.threads
         first = self.analyse(rules, state, simulations=sims)
         if self.reuse:  # the carried-tree path compiles too: after the move searched
             self.analyse(rules, _after(rules, state, [first.action]), simulations=sims)
-        self._calls, self._last = calls, last
+        self._calls, self._lasts = calls, lasts
         return time.perf_counter() - t0
 
     def forget(self) -> None:
-        """Drop the carried tree (a new game, a take-back): the next search starts fresh."""
-        self._last = None
+        """Drop the carried trees (a new game, a take-back): the next search starts fresh."""
+        self._lasts = [None] * self.threads
 
     # -- positions -------------------------------------------------------------------------
 
@@ -428,11 +478,11 @@ class Engine:
 
     # -- search ----------------------------------------------------------------------------
 
-    def _carried(self, rules: Rules, state: State, fns: _Compiled):
-        """The last search's subtree at ``state``, if ``state`` follows from the
-        last root by one or two moves (ours, then the opponent's reply) that the
-        tree holds; else None."""
-        last = self._last
+    def _carried(self, lane: int, rules: Rules, state: State, fns: _Compiled):
+        """Tree ``lane``'s last subtree at ``state`` (in that tree's frame), if
+        ``state`` follows from its last root by one or two moves (ours, then the
+        opponent's reply) that the tree holds; else None."""
+        last = self._lasts[lane]
         if last is None or last.rule != rules.rule:
             return None
         moves = _moves_between(last.board, last.to_play, np.asarray(state.board),
@@ -448,17 +498,17 @@ class Engine:
             return None  # the same stones by another order: not this tree's position
         return tree
 
-    def _kept(self, rules: Rules, state: State, rank: int):
-        """The last search's tree if its root is ``state`` (the same stones, side
-        to move, last move, rule and rank), handed over (its buffers go to the
-        next chunk); else None."""
-        last = self._last
+    def _kept(self, lane: int, rules: Rules, state: State, rank: int):
+        """Tree ``lane``'s last tree if its root is ``state`` (the same stones,
+        side to move, last move, rule and rank, in that tree's frame), handed
+        over (its buffers go to the next chunk); else None."""
+        last = self._lasts[lane]
         if (last is None or last.rule != rules.rule
                 or last.to_play != int(state.to_play) or last.rank != rank
                 or last.last_action != int(state.last_action)
                 or not np.array_equal(last.board, np.asarray(state.board))):
             return None
-        self._last = None
+        self._lasts[lane] = None
         return last.tree
 
     def analyse(self, rules: Rules, state: State, *, simulations: int | None = None,
@@ -468,9 +518,10 @@ class Engine:
         Args:
           rules: the game's rules (the model's size; the game's rule).
           state: an unfinished position with at least one empty point.
-          simulations: at most this many (default and cap: ``max_simulations``);
-            with reuse or ``keep``, the visits carried over from the last search
-            count.
+          simulations: at most this many (default: ``max_simulations`` a tree),
+            split evenly over the trees (``threads``), each at most
+            ``max_simulations``; with reuse or ``keep``, the visits carried over
+            from the last search count.
           deadline: ``clock()`` value to finish by; None for no limit. At least
             one chunk runs unless the deadline has passed already.
           keep: deepen: if the last search was of this very position (with
@@ -485,8 +536,8 @@ class Engine:
         if bool(state.done) or not legal.any():
             raise ValueError("the game is over: no move to choose")
         to_play = int(state.to_play)
-        budget = self.max_simulations if simulations is None else int(simulations)
-        budget = max(1, min(budget, self.max_simulations))
+        budget = self.max_simulations * self.threads if simulations is None else int(simulations)
+        budget = max(1, min(-(-budget // self.threads), self.max_simulations))  # a tree's
         fns = self._fns(rules)
 
         wins = self.immediate_fives(rules, state, to_play) & legal
@@ -506,51 +557,42 @@ class Engine:
                 allowed = allowed & defended
             else:
                 defended = None
-        key = jax.random.fold_in(self._key, self._calls)
         rank = int(states.rank[0])
-        tree = self._kept(rules, state, rank) if keep else None
-        if tree is None:
-            carried = self._carried(rules, state, fns) if self.reuse else None
-            tree = fns.start(self.variables, exact, key, states, jnp.asarray(allowed)[None],
-                             carried)
-        visits, value, q, action, prior = fns.results(tree)
-        prior = np.asarray(prior, np.float64)
-        kept = int(np.asarray(visits).sum())
+        root = functools.partial(self._begin, fns, rules, states, allowed, rank, keep)
+        first = root(0)
 
         if wins.any():
-            action = int(np.argmax(np.where(wins, prior + 1.0, -1.0)))
-            self._last = None
-            return Analysis(action, 1.0, 1.0, wins / wins.sum(), prior,
+            action = int(np.argmax(np.where(wins, first.prior + 1.0, -1.0)))
+            self.forget()
+            return Analysis(action, 1.0, 1.0, wins / wins.sum(), first.prior,
                             np.where(wins, 1.0, np.nan), np.zeros(self.num_actions), 0, 0,
                             self.clock() - t0, "win")
 
         if line is not None:  # our own VCF: its first four, no search needed
             action = line[0]
-            self._last = None
+            self.forget()
             policy = np.zeros(self.num_actions)
             policy[action] = 1.0
             value = self.gamma ** (len(line) - 1)
-            return Analysis(action, value, (value + 1.0) / 2.0, policy, prior,
+            return Analysis(action, value, (value + 1.0) / 2.0, policy, first.prior,
                             np.where(policy > 0, value, np.nan), np.zeros(self.num_actions),
                             0, 0, self.clock() - t0, "vcf")
 
-        done, last = kept, 0.0
+        grow = functools.partial(self._grow, fns, exact, budget, deadline)
+        if self.threads > 1:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    self.threads - 1, thread_name_prefix="agz-tree")
+            others = [self._pool.submit(lambda i: grow(root(i)), i)
+                      for i in range(1, self.threads)]
+            trees = [grow(first)] + [f.result() for f in others]
+        else:
+            trees = [grow(first)]
         self._calls += 1
-        while done < budget:
-            now = self.clock()
-            # The next chunk is predicted to cost what the last one did, with a
-            # margin for noise; the first chunk also pays dispatch.
-            if deadline is not None and (now >= deadline or (done > kept and
-                                                             now + 1.5 * last > deadline)):
-                break
-            stop = min(done + self.chunk, budget)
-            tree = fns.chunk(self.variables, exact, jax.random.fold_in(key, done + 1), tree,
-                             jnp.int32(stop))
-            visits, value, q, action, _ = fns.results(tree)
-            visits = np.asarray(visits)  # waits for the chunk
-            last = self.clock() - now
-            done = stop
-        visits = np.where(allowed, np.asarray(visits, np.float64), 0.0)
+        prior = np.mean([t.prior for t in trees], axis=0)
+        visits = np.where(allowed, np.sum([t.visits for t in trees], axis=0), 0.0)
+        done = sum(t.done for t in trees)
+        kept = sum(t.kept for t in trees)
 
         if visits.sum() == 0:
             policy = np.where(allowed, prior, 0.0)
@@ -558,20 +600,73 @@ class Engine:
             action = int(np.argmax(np.where(allowed, prior + 1e-12, -1.0)))
             value, reason = 0.0, "prior"
             q = np.full(self.num_actions, np.nan)
-            self._last = None
+            self.forget()
         else:
-            action = int(action)  # the search's own choice (Searcher.result)
+            if len(trees) == 1:  # the search's own choice (Searcher.result)
+                action, value, q = trees[0].action, trees[0].value, trees[0].q
+            else:  # the most visited move, ties to the higher prior (Searcher.result's rule)
+                most = np.where(allowed, visits, -1.0)
+                action = int(np.argmax(np.where(most == most.max(), prior, -1.0)))
+                weight = np.array([t.visits.sum() for t in trees])
+                value = float(np.dot(weight, [t.value for t in trees]) / weight.sum())
+                q = np.sum([t.visits * np.nan_to_num(t.q) for t in trees], axis=0)
+                q = q / np.maximum(visits, 1.0)
             policy = visits / visits.sum()
-            value = float(value)
-            q = np.where(visits > 0, np.asarray(q, np.float64), np.nan)
+            q = np.where(visits > 0, q, np.nan)
             reason = ("defend" if defended is not None else
                       "block" if blocks.any() and not wins.any() else "search")
-            self._last = _Last(tree, board.copy(), to_play, rules.rule,
-                               int(state.last_action), rank)
+            for t in trees:
+                self._lasts[t.lane] = _Last(
+                    t.tree, board[_perm(self.size, t.lane)], to_play, rules.rule,
+                    _point(self.size, t.lane, int(state.last_action)), rank)
         if not legal[action]:  # the guards above make this unreachable
             raise AssertionError(f"engine chose an occupied or forbidden point {action}")
         return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, q, visits,
                         done - kept, kept, self.clock() - t0, reason)
+
+    def _begin(self, fns: _Compiled, rules: Rules, states: State, allowed: np.ndarray,
+               rank: int, keep: bool, lane: int) -> _Tree:
+        """Tree ``lane``'s root, in the frame of the board's symmetry ``lane``:
+        the last tree kept (``keep``), its subtree carried (reuse), or a fresh one."""
+        key = jax.random.fold_in(self._key, self._calls)
+        if lane:
+            key = jax.random.fold_in(jax.random.fold_in(self._key, lane), self._calls)
+        states = _transformed(states, lane, self.size)
+        state = jax.tree.map(lambda x: x[0], states)
+        tree = self._kept(lane, rules, state, rank) if keep else None
+        if tree is None:
+            carried = self._carried(lane, rules, state, fns) if self.reuse else None
+            inside = jnp.asarray(allowed[_perm(self.size, lane)])[None]
+            tree = fns.start(self.variables, _exact(rules), key, states, inside, carried)
+        visits, _, _, _, prior = fns.results(tree)
+        perm = _perm(self.size, lane)
+        return _Tree(lane, tree, key, int(np.asarray(visits).sum()),
+                     _unpermuted(np.asarray(prior, np.float64), perm))
+
+    def _grow(self, fns: _Compiled, exact, budget: int, deadline: float | None,
+              start: _Tree) -> _Grown:
+        """Grow one tree in chunks until it holds ``budget`` visits or the next
+        chunk would likely end after ``deadline``."""
+        tree, done, last = start.tree, start.kept, 0.0
+        out = None
+        while done < budget:
+            now = self.clock()
+            # The next chunk is predicted to cost what the last one did, with a
+            # margin for noise; the first chunk also pays dispatch.
+            if deadline is not None and (now >= deadline or (done > start.kept and
+                                                             now + 1.5 * last > deadline)):
+                break
+            stop = min(done + self.chunk, budget)
+            tree = fns.chunk(self.variables, exact, jax.random.fold_in(start.key, done + 1),
+                             tree, jnp.int32(stop))
+            out = [np.asarray(x) for x in fns.results(tree)]  # waits for the chunk
+            last = self.clock() - now
+            done = stop
+        visits, value, q, action, _ = out or [np.asarray(x) for x in fns.results(tree)]
+        perm = _perm(self.size, start.lane)
+        return _Grown(start.lane, tree, _unpermuted(visits.astype(np.float64), perm),
+                      float(value), _unpermuted(q.astype(np.float64), perm),
+                      int(perm[int(action)]), start.prior, done, start.kept)
 
     def _read_fours(self, rules: Rules, board: np.ndarray, to_play: int, t0: float,
                     deadline: float | None, defend: bool = True):
@@ -628,6 +723,34 @@ def _moves_between(board, to_play: int, new_board, new_to_play: int) -> list[int
         if len(mine) == 1 and len(theirs) == 1:
             return [mine[0], theirs[0]]
     return None
+
+
+def _perm(size: int, g: int) -> np.ndarray:
+    """int32[A]: symmetry ``g``'s frame holds the position's point ``perm[j]`` at ``j``."""
+    return symmetry.permutations(size)[g]
+
+
+def _point(size: int, g: int, action: int) -> int:
+    """The position's point ``action`` (or -1, none) in symmetry ``g``'s frame."""
+    return action if action < 0 else int(np.argsort(_perm(size, g))[action])
+
+
+def _unpermuted(x: np.ndarray, perm: np.ndarray) -> np.ndarray:
+    """A flat vector from a symmetry's frame back in the position's."""
+    out = np.empty_like(x)
+    out[perm] = x
+    return out
+
+
+def _transformed(states: State, g: int, size: int) -> State:
+    """Positions [B] in symmetry ``g``'s frame (the same positions for 0)."""
+    if g == 0:
+        return states
+    perm = jnp.asarray(_perm(size, g))
+    at = jnp.asarray(np.argsort(_perm(size, g)).astype(np.int32))
+    last = states.last_action
+    return states._replace(board=states.board[:, perm], played_at=states.played_at[:, perm],
+                           last_action=jnp.where(last >= 0, at[jnp.maximum(last, 0)], last))
 
 
 def _exact(rules: Rules) -> jax.Array:
