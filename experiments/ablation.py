@@ -64,10 +64,8 @@ import sys
 import time
 from pathlib import Path
 
-from agz_jax.config import ConfigError
-from agz_jax.presets import get_preset
-from experiments.ablation_matches import play_missing
-from experiments.ablation_store import (
+from agz_jax.ablation_matches import play_missing
+from agz_jax.ablation_store import (
     check_state,
     restore_state,
     run_dir,
@@ -75,7 +73,9 @@ from experiments.ablation_store import (
     save_state,
     write_json,
 )
-from experiments.ablation_train import curriculum_flags, train_run
+from agz_jax.ablation_train import curriculum_flags, train_run
+from agz_jax.config import ConfigError
+from agz_jax.presets import get_preset
 
 DATA_FILES = ("ablation.json", "index.json", "games.jsonl")
 
@@ -124,12 +124,12 @@ def check(plan, out: Path) -> None:
     """Before anything runs: the players parse, the curriculum builds exactly each
     curriculum arm's config from its flags (the main job is given its config:
     ``agz_jax.training.train``), and OUT holds no other sweep."""
-    from experiments import arena as arena_cli
-    from experiments import curriculum
+    from agz_jax import players
+    from agz_jax.curriculum import command as curriculum
 
     ev = plan.evaluation
     for p in (ev.target, *ev.anchors, *ev.pool):
-        arena_cli.parse_spec(p, "evaluation")
+        players.parse_spec(p, "evaluation")
     for arm in plan.arms:
         for seed in plan.seeds:
             if arm.curriculum:
@@ -150,7 +150,8 @@ def render(data: Path, target: Path, regenerate: str) -> dict:
     """The report of the data in ``data`` (ablation.json, index.json,
     games.jsonl), written into ``target``."""
     from agz_jax import ablation, ablation_report, rating
-    from experiments import ladder
+    from agz_jax.ladder_report import table
+    from agz_jax.ledger import read_ledger
 
     missing = [f for f in DATA_FILES[:2] if not (data / f).exists()]
     if missing:
@@ -160,12 +161,12 @@ def render(data: Path, target: Path, regenerate: str) -> dict:
                           str(data / "ablation.json"))
     index = json.loads((data / "index.json").read_text())
     ledger = data / "games.jsonl"
-    lines = ladder.read_ledger(ledger)
+    lines = read_ledger(ledger)
     result = ablation_report.write_report(plan, index, lines, target, regenerate)
     if lines:
         fit = rating.fit(rating.Match(x["a"], x["b"], x["wins"], x["draws"], x["losses"])
                          for x in lines)
-        (target / "pool.md").write_text(ladder.table(fit, lines, ledger))
+        (target / "pool.md").write_text(table(fit, lines, ledger))
     return result
 
 
@@ -201,7 +202,7 @@ def code_version() -> str:
 def cmd_run(args) -> int:
     from agz_jax import ablation, ablation_report
     from agz_jax.cache import enable_compilation_cache
-    from experiments import ladder
+    from agz_jax.ledger import check_board, read_ledger
 
     plan = ablation.load(args.config)
     not_a_file(args.out, "--out")
@@ -220,9 +221,9 @@ def cmd_run(args) -> int:
         version = code_version()
         if version not in index.setdefault("code", []):
             index["code"].append(version)
-        lines = ladder.read_ledger(args.out / "games.jsonl")
+        lines = read_ledger(args.out / "games.jsonl")
         base = get_preset(plan.preset).replace(**plan.common)
-        ladder.check_board(lines, args.out / "games.jsonl", base.game.size, base.game.rule)
+        check_board(lines, args.out / "games.jsonl", base.game.size, base.game.rule)
         state = {"lines": lines}
         enable_compilation_cache()
         t0 = time.perf_counter()
@@ -243,13 +244,13 @@ def cmd_run(args) -> int:
 
 def cmd_status(args) -> int:
     from agz_jax import ablation, ablation_report, sweep
-    from experiments import ladder
+    from agz_jax.ledger import read_ledger
 
     if not (args.out / "ablation.json").exists():
         raise ConfigError(f"{args.out} holds no ablation sweep (no ablation.json)")
     plan = ablation.parse(json.loads((args.out / "ablation.json").read_text()))
     index = ablation_report.read_json(args.out / "index.json", {"runs": []})
-    lines = ladder.read_ledger(args.out / "games.jsonl")
+    lines = read_ledger(args.out / "games.jsonl")
     runs = {(r["arm"], r["seed"]): r for r in index["runs"]}
     done_walls = []
     print(f"{plan.name}: {len(plan.arms)} arms x {len(plan.seeds)} seeds in {args.out}")

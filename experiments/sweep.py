@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import io
 import json
 import shlex
 import sys
@@ -42,22 +41,7 @@ from pathlib import Path
 from agz_jax import cli, clock
 from agz_jax.config import ConfigError
 from agz_jax.presets import PRESETS, get_preset
-
-
-class Tee(io.TextIOBase):
-    """Captures what is written, and passes it on unless ``quiet``."""
-
-    def __init__(self, target, quiet: bool):
-        self.target, self.quiet, self.parts = target, quiet, []
-
-    def write(self, s: str) -> int:
-        self.parts.append(s)
-        if not self.quiet:
-            self.target.write(s)
-        return len(s)
-
-    def flush(self) -> None:
-        self.target.flush()
+from agz_jax.sweep import Tee
 
 
 def parse(argv: list[str]):

@@ -114,7 +114,7 @@ def test_committed_state_is_of_the_committed_sweep_and_intact():
     git tracks its runs/ (the repository ignores runs/ elsewhere)."""
     import subprocess
 
-    from experiments import ablation_store as store
+    from agz_jax import ablation_store as store
 
     state = ROOT / "experiments" / "ablation_state"
     manifest = store.check_state(ablation.load(ROOT / "experiments" / "ablation.toml"), state)
@@ -302,11 +302,10 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
     """The sweep is interrupted in its last run, saved into a state, its
     directory deleted, restored from the state and continued; the same sweep
     continued in place (which kept everything) is the reference."""
-    from agz_jax import models
+    from agz_jax import ablation_store as store
+    from agz_jax import ablation_train as train
+    from agz_jax import ledger, models
     from experiments import ablation as cli
-    from experiments import ablation_store as store
-    from experiments import ablation_train as train
-    from experiments import ladder
 
     config, out, docs = tmp_path / "tiny.toml", tmp_path / "sweep", tmp_path / "docs"
     state, ref = tmp_path / "state", tmp_path / "reference"
@@ -326,7 +325,7 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         cli.main(["run", "--config", str(config), "--out", str(out)])
     monkeypatch.setattr(train, "train_to", train_to)
-    lost = [x for x in ladder.read_ledger(out / "games.jsonl")
+    lost = [x for x in ledger.read_ledger(out / "games.jsonl")
             if "curriculum/s1@" in x["a"] + x["b"]]
     assert lost and all("curriculum/s1@g4" in x["a"] + x["b"] for x in lost)
 
@@ -342,8 +341,8 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
     kept = json.loads((state / "index.json").read_text())
     assert sorted((r["arm"], r["seed"]) for r in kept["runs"]) == [
         ("curriculum", 0), ("scratch", 0), ("scratch", 1)]
-    assert len(ladder.read_ledger(state / "games.jsonl")) == (
-        len(ladder.read_ledger(out / "games.jsonl")) - len(lost))
+    assert len(ledger.read_ledger(state / "games.jsonl")) == (
+        len(ledger.read_ledger(out / "games.jsonl")) - len(lost))
     assert (state / "runs/scratch/seed_0/selfplay/metrics.jsonl").exists()
     assert not (state / "runs/scratch/seed_0/snapshots").exists()
     assert sorted(manifest["files"]) == sorted(
@@ -369,8 +368,8 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
             {k: v for k, v in s.items() if k not in timing} for s in q["snapshots"]]
         assert (r["arm"], r["seed"], r["done"]) == (q["arm"], q["seed"], q["done"])
     record = ("a", "b", "wins", "draws", "losses", "games", "seed", "size", "rule")
-    assert [[x[k] for k in record] for x in ladder.read_ledger(out / "games.jsonl")] == [
-        [x[k] for k in record] for x in ladder.read_ledger(ref / "games.jsonl")]
+    assert [[x[k] for k in record] for x in ledger.read_ledger(out / "games.jsonl")] == [
+        [x[k] for k in record] for x in ledger.read_ledger(ref / "games.jsonl")]
     redone, other = (models.load(d / index["runs"][-1]["snapshots"][-1]["model"]).variables
                      for d in (out, ref))
     assert all(np.array_equal(x, y) for x, y in zip(
@@ -405,10 +404,10 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
                 *(jax_leaves(v) for v in (start, first)), strict=True))
         assert json.loads((rdir / "selfplay" / "record.json").read_text())["seed"] == r["seed"]
 
-    lines = ladder.read_ledger(out / "games.jsonl")
+    lines = ledger.read_ledger(out / "games.jsonl")
     wanted = ablation.pairings(plan, index)
     assert sorted((x["a"], x["b"], x["games"]) for x in lines) == sorted(wanted)
-    assert all(x["seed"] == ladder.pairing_seed(0, x["a"], x["b"]) for x in lines)
+    assert all(x["seed"] == ledger.pairing_seed(0, x["a"], x["b"]) for x in lines)
     assert len(wanted) == 1 + 8 + 4 + 2
 
     # the report: every seed's final Elo is the fit's, the arm's mean is theirs

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agz_jax import checkpoint, records, run
+from agz_jax import checkpoint, players, records, run
 from agz_jax.config import ConfigError
 from agz_jax.presets import get_preset
 from experiments import arena as cli
@@ -155,9 +155,9 @@ def test_progress_line_counts_the_games_over():
     a_black = np.arange(6) < 3
     winner = np.array([0, 1, -1, 1, 0, -1])  # A wins 0 and 3, loses 1 and 4
     finished = np.array([True, True, False, True, True, True])  # 5 is drawn
-    line = cli.progress_text(40, MatchResult(winner, a_black, None, None), finished, 12.3)
+    line = players.progress_text(40, MatchResult(winner, a_black, None, None), finished, 12.3)
     assert line == "ply 40: 1 of 6 games playing; A 2 wins / 1 draws / 2 losses so far; 12 s"
-    none_over = cli.progress_text(8, MatchResult(winner, a_black, None, None),
+    none_over = players.progress_text(8, MatchResult(winner, a_black, None, None),
                                   np.zeros(6, bool), 3.0)
     assert none_over == "ply 8: 6 of 6 games playing; A 0 wins / 0 draws / 0 losses so far; 3 s"
 
@@ -190,9 +190,9 @@ def test_opening_set_and_plain_search(ckpt, capsys, tmp_path):
     assert starts[0] == starts[2] and starts[1] == starts[3]  # each opening, both colours
     assert {tuple(m) for m in starts} <= {(12, 13), (0, 24)}  # row * 5 + col
 
-    spec = cli.parse_spec(f"mcts:{ckpt}:8:plain", "--a")
+    spec = players.parse_spec(f"mcts:{ckpt}:8:plain", "--a")
     assert spec.plain and spec.sims == 8 and spec.run_dir == ckpt
-    assert not cli.parse_spec(f"mcts:{ckpt}:8", "--a").plain
+    assert not players.parse_spec(f"mcts:{ckpt}:8", "--a").plain
     bad = tmp_path / "bad.txt"
     bad.write_text("2,2 9,9\n")
     assert cli.main(["--a", "random", "--b", "random", "--games", "2", "--size", "5",
@@ -209,13 +209,13 @@ def test_search_algorithm_option(ckpt, monkeypatch, suffix, plain, algorithm):
     from agz_jax import search
     from agz_jax.gomoku import Rules
 
-    spec = cli.parse_spec(f"mcts:{ckpt}:8{suffix}", "--a")
+    spec = players.parse_spec(f"mcts:{ckpt}:8{suffix}", "--a")
     assert (spec.plain, spec.algorithm, spec.sims, spec.run_dir) == (plain, algorithm, 8, ckpt)
     made = []
     real = search.Searcher
     monkeypatch.setattr(search, "Searcher", lambda **kw: made.append(kw) or real(**kw))
-    spec = cli.load_spec(spec, "--a")
-    cli.make_player(spec, Rules(spec.config.game.size, spec.config.game.rule))
+    spec = players.load_spec(spec, "--a")
+    players.make_player(spec, Rules(spec.config.game.size, spec.config.game.rule))
     own = spec.config.search
     got = made[0]["settings"]
     assert got.algorithm == (algorithm or own.algorithm)
@@ -227,14 +227,14 @@ def test_search_algorithm_option(ckpt, monkeypatch, suffix, plain, algorithm):
                                   "mcts:m:8:puct:puct"])
 def test_search_algorithm_option_refused_twice(text):
     with pytest.raises(ConfigError, match="given twice"):
-        cli.parse_spec(text, "--a")
+        players.parse_spec(text, "--a")
 
 
 def test_out_is_checked_before_playing(tmp_path, capsys, monkeypatch):
     """--out that cannot take the games (a file, a path under a file, a
     directory with an earlier match's games) is refused before anything is
     played, and the earlier games are left as they were."""
-    monkeypatch.setattr(cli, "play", lambda *a, **k: pytest.fail("played"))
+    monkeypatch.setattr(players, "play", lambda *a, **k: pytest.fail("played"))
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
     earlier = tmp_path / "earlier"
@@ -260,7 +260,7 @@ def test_out_is_checked_before_playing(tmp_path, capsys, monkeypatch):
     ("mcts:m:x", "SIMS must be an integer, got 'x'")])
 def test_an_unknown_mcts_option_is_named(text, problem):
     with pytest.raises(ConfigError, match="^--a .*" + problem):
-        cli.parse_spec(text, "--a")
+        players.parse_spec(text, "--a")
 
 
 def test_an_unreadable_net_names_its_player(ckpt, tmp_path, capsys):

@@ -16,10 +16,10 @@ import pytest
 
 from agz_jax import checkpoint, cli, models, run
 from agz_jax.config import _SECTIONS, Config, ConfigError
+from agz_jax.curriculum import command as curriculum_cli
 from agz_jax.curriculum.basic_rules import BasicRulesConfig
 from agz_jax.movepred import MovePredConfig
 from agz_jax.presets import get_preset
-from experiments import curriculum as curriculum_cli
 from experiments import selfplay as selfplay_cli
 
 

@@ -9,11 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from agz_jax import models, rating
+from agz_jax import ladder, ladder_report, models, players, rating
+from agz_jax import ledger as ladder_ledger
 from agz_jax.config import ConfigError
 from agz_jax.rating import ELO_PER_NAT, Match
-from experiments import arena as arena_cli
-from experiments import ladder, ladder_report
+from experiments import ladder as ladder_cli
 
 Z = 1.959963984540054
 
@@ -118,29 +118,29 @@ def test_one_sided_matches_between_groups_get_one_virtual_draw():
 
 
 def test_the_pairing_plan_and_its_seeds():
-    s = ladder.pairing_seed
+    s = ladder_ledger.pairing_seed
     assert s(0, "a", "b") == s(0, "b", "a") != s(1, "a", "b")
     assert s(0, "a", "b") != s(0, "a", "c") and 0 <= s(0, "a", "b") < 2 ** 31
     pool, cands = ["random", "mentor:0"], ["x", "y"]
-    default = ladder.plan(cands, pool, False, 7, 10, set())
+    default = ladder_ledger.plan(cands, pool, False, 7, 10, set())
     assert [(p.a, p.b) for p in default] == [("x", "random"), ("x", "mentor:0"),
                                             ("y", "random"), ("y", "mentor:0")]
     assert all(p.seed == s(7, p.a, p.b) for p in default)
-    every = ladder.plan(cands, pool, True, 7, 10, set())
+    every = ladder_ledger.plan(cands, pool, True, 7, 10, set())
     assert len(every) == 6 and ("random", "mentor:0") in [(p.a, p.b) for p in every]
-    done = {ladder.done_key("random", "x", 10, s(7, "x", "random"))}  # either order
-    assert [(p.a, p.b) for p in ladder.plan(cands, pool, False, 7, 10, done)][0] == (
+    done = {ladder_ledger.done_key("random", "x", 10, s(7, "x", "random"))}  # either order
+    assert [(p.a, p.b) for p in ladder_ledger.plan(cands, pool, False, 7, 10, done)][0] == (
         "x", "mentor:0")
     # the same pairing with other games or another seed is not done
-    assert len(ladder.plan(cands, pool, False, 7, 12, done)) == 4
-    assert len(ladder.plan(cands, pool, False, 8, 10, done)) == 4
+    assert len(ladder_ledger.plan(cands, pool, False, 7, 12, done)) == 4
+    assert len(ladder_ledger.plan(cands, pool, False, 8, 10, done)) == 4
 
 
 def test_appending_to_a_ledger_whose_last_line_is_open(tmp_path):
     path = tmp_path / "games.jsonl"
-    ladder.append_line(path, '{"n": 1}')
+    ladder_ledger.append_line(path, '{"n": 1}')
     path.write_text(path.read_text().rstrip("\n"))  # a hand edit dropped the newline
-    ladder.append_line(path, '{"n": 2}')
+    ladder_ledger.append_line(path, '{"n": 2}')
     assert path.read_text() == '{"n": 1}\n{"n": 2}\n'
 
 
@@ -152,12 +152,12 @@ def ladder_args(tmp_path, *extra):
 def test_cli_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     """7x7, mentor:0 against random: the ledger line, the table (the fit of the
     ledger), the PNG; a second run plays nothing; --table-only redraws."""
-    assert ladder.main(ladder_args(tmp_path)) == 0
+    assert ladder_cli.main(ladder_args(tmp_path)) == 0
     out = capsys.readouterr().out
     assert "1 matches played" in out
-    [line] = ladder.read_ledger(tmp_path / "games.jsonl")
+    [line] = ladder_ledger.read_ledger(tmp_path / "games.jsonl")
     assert (line["a"], line["b"], line["games"], line["size"]) == ("mentor:0", "random", 4, 7)
-    assert line["seed"] == ladder.pairing_seed(0, "mentor:0", "random")
+    assert line["seed"] == ladder_ledger.pairing_seed(0, "mentor:0", "random")
     assert line["wins"] + line["draws"] + line["losses"] == 4 and line["wins"] >= 3
     assert line["sims"] == [None, None] and line["seconds"] > 0 and line["date"]
     fit = rating.fit([Match("mentor:0", "random", line["wins"], line["draws"], line["losses"])])
@@ -171,13 +171,13 @@ def test_cli_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     def no_match(*args, **kwargs):
         raise AssertionError("a finished pairing was played again")
 
-    monkeypatch.setattr(arena_cli, "play", no_match)
-    assert ladder.main(ladder_args(tmp_path)) == 0
+    monkeypatch.setattr(players, "play", no_match)
+    assert ladder_cli.main(ladder_args(tmp_path)) == 0
     assert "0 matches played" in capsys.readouterr().out
-    assert len(ladder.read_ledger(tmp_path / "games.jsonl")) == 1
+    assert len(ladder_ledger.read_ledger(tmp_path / "games.jsonl")) == 1
     (tmp_path / "ladder.md").unlink()
     (tmp_path / "ladder.png").unlink()
-    assert ladder.main(["--table-only", "--ledger", str(tmp_path / "games.jsonl")]) == 0
+    assert ladder_cli.main(["--table-only", "--ledger", str(tmp_path / "games.jsonl")]) == 0
     assert (tmp_path / "ladder.md").read_text() == table
     assert (tmp_path / "ladder.png").exists()
 
@@ -194,24 +194,24 @@ def test_a_run_directory_is_named_by_its_checkpoint(tmp_path, monkeypatch):
              "time/train_s": 720.0},
             {"iteration": 2, "selfplay/games": 8.0, "time/selfplay_s": 9000.0}]
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert ladder.selfplay_progress(run_dir, 1) == {
+    assert ladder_ledger.selfplay_progress(run_dir, 1) == {
         "run": str(run_dir), "iteration": 1, "games": 8.0, "hours": pytest.approx(1.21)}
     # Lines that time the whole iteration count it, checkpoint included, not the phases.
     rows[1].update({"time/iteration_s": 5400.0, "time/previous_checkpoint_s": 360.0})
     (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert ladder.selfplay_progress(run_dir, 1)["hours"] == pytest.approx(1.61)
+    assert ladder_ledger.selfplay_progress(run_dir, 1)["hours"] == pytest.approx(1.61)
     # Under the working directory the ledger keeps the path relative to it.
     with monkeypatch.context() as m:
         m.chdir(tmp_path)
-        assert ladder.selfplay_progress(run_dir, 1)["run"] == "run"
-        assert ladder.shown(tmp_path.parent) == str(tmp_path.parent)
-    spec = arena_cli.load_spec(arena_cli.parse_spec(f"policy:{run_dir}", "--candidate"),
-                               "--candidate")
+        assert ladder_ledger.selfplay_progress(run_dir, 1)["run"] == "run"
+        assert ladder_ledger.shown(tmp_path.parent) == str(tmp_path.parent)
+    spec = players.load_spec(players.parse_spec(f"policy:{run_dir}", "--candidate"),
+                             "--candidate")
     from agz_jax.gomoku import Rules
 
-    players, names = ladder.load_players([("--candidate", spec)], Rules(5, "freestyle"))
+    found, names = ladder.load_players([("--candidate", spec)], Rules(5, "freestyle"))
     assert names == [f"policy:{run_dir}@it0"]
-    assert players[names[0]].progress == {"run": str(run_dir), "iteration": 0, "games": 0,
+    assert found[names[0]].progress == {"run": str(run_dir), "iteration": 0, "games": 0,
                                           "hours": pytest.approx(0.01)}
 
 
@@ -240,13 +240,13 @@ def test_the_plot_draws_checkpoints_against_progress(tmp_path):
     assert sorted((r.player, p["games"]) for r, p in series["mcts:r:8"]) == [
         ("mcts:r:8@it1", 100), ("mcts:r:8@it2", 200)]
     assert sorted(r.player for r in refs) == ["mentor:0", "random"]
-    assert ladder.main(["--table-only", "--ledger", str(ledger_path)]) == 0
+    assert ladder_cli.main(["--table-only", "--ledger", str(ledger_path)]) == 0
     assert (tmp_path / "ladder.png").exists() and "`mcts:r:8@it2`" in (
         tmp_path / "ladder.md").read_text()
 
 
 def one_line_error(capsys, argv, problem):
-    assert ladder.main(argv) == 2, argv
+    assert ladder_cli.main(argv) == 2, argv
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1, err
     assert problem in err, (argv, err)
@@ -307,8 +307,8 @@ def test_the_protocol_comes_from_the_ledger_and_another_is_refused(tmp_path, cap
     lines = [line, {**line, "a": "mentor:1"}]
 
     def resolved(*flags, ledger=lines):
-        args = ladder.parse(["--candidate", "random", *flags])
-        ladder.resolve_protocol(args, ledger, path)
+        args = ladder_cli.parse(["--candidate", "random", *flags])
+        ladder_ledger.resolve_protocol(args, ledger, path)
         return args.seed, args.openings, args.opening_plies
 
     assert resolved() == (1, "balanced15", 0)
@@ -350,10 +350,10 @@ def test_a_campaign_model_is_named_by_its_games(tmp_path):
         {"runs": [], "totals": {"games": 1832, "iterations": 21, "cpu_hours": 1.2,
                                 "gpu_minutes": 30.0},
          "nets": {"sha256": "0" * 64, "games": 835, "hours": 1.0}}))
-    spec = arena_cli.load_spec(arena_cli.parse_spec(f"mcts:{model_dir}:4", "--candidate"),
-                               "--candidate")
-    players, names = ladder.load_players([("--candidate", spec)], Rules(5, "freestyle"))
+    spec = players.load_spec(players.parse_spec(f"mcts:{model_dir}:4", "--candidate"),
+                             "--candidate")
+    found, names = ladder.load_players([("--candidate", spec)], Rules(5, "freestyle"))
     assert names == [f"mcts:{model_dir}:4@g835"]
     # Named by the games its nets were made with, not by the campaign's totals.
-    assert players[names[0]].progress == {"run": str(model_dir), "iteration": 21,
+    assert found[names[0]].progress == {"run": str(model_dir), "iteration": 21,
                                           "games": 835, "hours": pytest.approx(1.0)}

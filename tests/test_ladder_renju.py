@@ -4,7 +4,7 @@ records the rule, no black stone of any game was on a point forbidden when it
 was played, the table is written, and every mix of rules is refused in one line.
 
 The ledger keeps each match's score, not its moves, so the games are taken from
-``arena_cli.play``'s results as the ladder plays them."""
+``players.play``'s results as the ladder plays them."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ import pytest
 from test_ladder import one_line_error
 from tiny_models import random_model
 
-from agz_jax import renju
-from experiments import arena as arena_cli
-from experiments import ladder
+from agz_jax import ledger as ladder_ledger
+from agz_jax import players, renju
+from experiments import ladder as ladder_cli
 
 SIZE = 9
 
@@ -60,14 +60,14 @@ def test_a_renju_ladder_end_to_end(tmp_path, renju_model, capsys, monkeypatch):
     each: two ledger lines on 9x9 renju, no foul in any game, the table and
     plot; a rerun plays nothing."""
     played = []
-    real_play = arena_cli.play
+    real_play = players.play
 
     def recording(rules, *args, **kwargs):
         result, wall = real_play(rules, *args, **kwargs)
         played.append((rules, result))
         return result, wall
 
-    monkeypatch.setattr(arena_cli, "play", recording)
+    monkeypatch.setattr(players, "play", recording)
     # A match's seed hashes the players' names: a relative path keeps the games
     # the same on every run (the temporary directory's name changes).
     monkeypatch.chdir(renju_model.parent)
@@ -75,11 +75,11 @@ def test_a_renju_ladder_end_to_end(tmp_path, renju_model, capsys, monkeypatch):
     candidate = f"mcts:./{renju_model.name}:2"
     argv = ["--no-default-pool", "--pool", "random", "--pool", "mentor:0",
             "--candidate", candidate, "--games", "4", "--ledger", str(path)]
-    assert ladder.main(argv) == 0
+    assert ladder_cli.main(argv) == 0
     out = capsys.readouterr().out
     assert f"2 matches to play on {SIZE}x{SIZE} renju" in out and "2 matches played" in out
 
-    lines = ladder.read_ledger(path)
+    lines = ladder_ledger.read_ledger(path)
     assert [(x["a"], x["b"]) for x in lines] == [(candidate, "random"), (candidate, "mentor:0")]
     for x in lines:
         assert (x["rule"], x["size"], x["games"], x["sims"]) == ("renju", SIZE, 4, [2, None])
@@ -98,10 +98,10 @@ def test_a_renju_ladder_end_to_end(tmp_path, renju_model, capsys, monkeypatch):
     assert f"`{candidate}`" in table and "`mentor:0`" in table and "anchored at `random`" in table
     assert (tmp_path / "ladder.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    monkeypatch.setattr(arena_cli, "play", lambda *a, **k: pytest.fail("played again"))
-    assert ladder.main(argv) == 0
+    monkeypatch.setattr(players, "play", lambda *a, **k: pytest.fail("played again"))
+    assert ladder_cli.main(argv) == 0
     assert "0 matches played" in capsys.readouterr().out
-    assert len(ladder.read_ledger(path)) == 2
+    assert len(ladder_ledger.read_ledger(path)) == 2
 
 
 def test_mixing_rules_is_refused_in_one_line(tmp_path, renju_model, capsys):
@@ -126,7 +126,7 @@ def test_mixing_rules_is_refused_in_one_line(tmp_path, renju_model, capsys):
                             "--size", str(SIZE), "--rule", "freestyle", "--games", "2",
                             "--ledger", str(path)],
                    f"is {SIZE}x{SIZE} renju, not {SIZE}x{SIZE} freestyle")
-    assert len(ladder.read_ledger(path)) == 1
+    assert len(ladder_ledger.read_ledger(path)) == 1
     # The renju openings are 15x15: on 9x9 they are refused, naming the flag.
     path.unlink()
     one_line_error(capsys, ["--no-default-pool", "--pool", "random", *candidate,

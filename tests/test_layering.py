@@ -24,11 +24,12 @@ LAYERS: dict[tuple[int, str], tuple[str, ...]] = {
     (6, "training"): ("replay", "selfplay", "train", "training", "run", "parallel", "supervised",
                       "distill", "cli"),
     (6, "play"): ("engine", "brain", "brain_commands", "brain_text", "piskvork",
-                  "piskvork_games", "web"),
+                  "piskvork_games", "web", "players"),
     (7, "curriculum"): ("curriculum",),
     (7, "go"): ("go",),
-    (8, "studies"): ("ablation", "ablation_report", "sweep", "seeds", "movepred",
-                     "movepred_data", "movepred_report"),
+    (8, "studies"): ("ablation", "ablation_report", "ablation_store", "ablation_matches",
+                     "ablation_train", "sweep", "seeds", "movepred", "movepred_data",
+                     "movepred_report", "ledger", "ladder", "ladder_report", "outside"),
 }
 
 
@@ -107,3 +108,46 @@ def test_the_reader_sees_a_wrong_arrow(tmp_path, monkeypatch):
         assert "agz_jax.gomoku (game) imports agz_jax.engine (play)" in str(e)
     else:
         raise AssertionError("the wrong arrow was not caught")
+
+
+EXPERIMENTS = SRC.parent / "experiments"
+# The benchmark's helpers, which its command imports (and one imports the other).
+BENCH = {"bench", "bench_measures", "bench_report"}
+
+
+def experiments_imported(path: Path) -> set[str]:
+    """The ``experiments`` modules ``path`` imports (``from experiments import x``
+    names x; lazy imports count)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "experiments":
+                found.update(f"experiments.{a.name}" for a in node.names)
+            elif node.module.startswith("experiments."):
+                found.add(node.module)
+        elif isinstance(node, ast.ImportFrom) and node.level:  # from .x import y
+            found.add("experiments." + (node.module or "?"))
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names
+                         if a.name == "experiments" or a.name.startswith("experiments."))
+    return found
+
+
+def test_no_command_imports_another():
+    """Every experiments/*.py is a command over the library: what two commands
+    share lives in agz_jax, never in a command the other imports. Only the
+    benchmark's helpers (bench_measures, bench_report) are imported, by bench."""
+    wrong = []
+    for path in sorted(EXPERIMENTS.glob("*.py")):
+        for target in sorted(experiments_imported(path)):
+            if not (path.stem in BENCH and target.removeprefix("experiments.") in BENCH):
+                wrong.append(f"experiments/{path.name} imports {target}")
+    assert not wrong, ("commands importing experiments (move what they share into "
+                       "agz_jax):\n" + "\n".join(wrong))
+
+
+def test_the_reader_sees_a_command_import(tmp_path):
+    (tmp_path / "a.py").write_text("import sys\n\ndef f():\n    from experiments import b\n"
+                                   "from experiments.c import x\nimport experiments.d\n")
+    assert experiments_imported(tmp_path / "a.py") == {
+        "experiments.b", "experiments.c", "experiments.d"}

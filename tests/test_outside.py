@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from agz_jax import piskvork, piskvork_games
+from agz_jax import ledger as ladder_ledger
+from agz_jax import outside, piskvork, piskvork_games
 from agz_jax.piskvork import Piskvork, Settings
 from agz_jax.piskvork_games import play_game
-from experiments import ladder, outside
+from experiments import ladder as ladder_cli
+from experiments import outside as outside_cli
 
 FAKE = str(Path(__file__).resolve().parent / "fake_piskvork.py")
 OPENING = [112, 113, 127]  # 7,7 black, 8,7 white, 7,8 black: white to move
@@ -144,28 +146,28 @@ def test_ledger_keeps_every_game_and_a_rerun_resumes(tmp_path):
     ledger = tmp_path / "games.jsonl"
     lines: list[dict] = []
     assert play(tmp_path, lines) == 4
-    kept = ladder.read_ledger(ledger)  # the ladder's own checks pass
+    kept = ladder_ledger.read_ledger(ledger)  # the ladder's own checks pass
     assert [(x["b"], x["outside"]["game"], x["outside"]["a_black"]) for x in kept] == [
         ("rapfi:10", 0, True), ("rapfi:10", 1, False), ("rapfi:20", 0, True),
         ("rapfi:20", 1, False)]
     first = kept[0]
     assert first["outside"]["opening"] == kept[1]["outside"]["opening"]  # twice, swapped
-    assert first["seed"] == ladder.pairing_seed(1, "ours@300ms", "rapfi:10")
+    assert first["seed"] == ladder_ledger.pairing_seed(1, "ours@300ms", "rapfi:10")
     opening = openings.load("balanced15", 15)[first["outside"]["opening"]]
     assert first["outside"]["moves"][:3] == [int(a) for a in opening]
     assert (first["ladder_seed"], first["openings"], first["opening_plies"]) == (1, "balanced15", 0)
-    assert play(tmp_path, ladder.read_ledger(ledger)) == 0  # all done: nothing to play
+    assert play(tmp_path, ladder_ledger.read_ledger(ledger)) == 0  # all done: nothing to play
     # A run killed in its last game: only that game is played again, the same way.
     text = ledger.read_text().splitlines()
     ledger.write_text("\n".join(text[:3]) + "\n")
-    assert play(tmp_path, ladder.read_ledger(ledger)) == 1
-    again = ladder.read_ledger(ledger)
+    assert play(tmp_path, ladder_ledger.read_ledger(ledger)) == 1
+    again = ladder_ledger.read_ledger(ledger)
     assert again[3]["outside"]["moves"] == kept[3]["outside"]["moves"]
     # More node levels: only the new level is played.
     assert play(tmp_path, again, nodes=(10, 20, 30)) == 2
     # A longer match: only the games it lacks, with the same openings for the first.
-    assert play(tmp_path, ladder.read_ledger(ledger), nodes=(10,), games=4) == 2
-    longer = [x for x in ladder.read_ledger(ledger) if x["b"] == "rapfi:10"]
+    assert play(tmp_path, ladder_ledger.read_ledger(ledger), nodes=(10,), games=4) == 2
+    longer = [x for x in ladder_ledger.read_ledger(ledger) if x["b"] == "rapfi:10"]
     assert [x["outside"]["game"] for x in longer] == [0, 1, 2, 3]
     assert [r.games for r in outside.rows(longer)] == [4]
 
@@ -255,14 +257,14 @@ def test_outside_cli_errors(tmp_path, capsys, argv, words):
             "--ledger", str(tmp_path / "g.jsonl")]
     if "--candidate" in argv or argv == []:
         base = base[:2] + base[4:]
-    assert outside.main(base + argv) == 2
+    assert outside_cli.main(base + argv) == 2
     assert words in one_line_error(capsys)
 
 
 def test_outside_cli_without_engine(tmp_path, capsys):
-    assert outside.main(["--candidate", "default", "--ledger", str(tmp_path / "g.jsonl")]) == 2
+    assert outside_cli.main(["--candidate", "default", "--ledger", str(tmp_path / "g.jsonl")]) == 2
     assert outside.ENV in one_line_error(capsys)
-    assert outside.main(["--table-only", "--ledger", str(tmp_path / "g.jsonl")]) == 2
+    assert outside_cli.main(["--table-only", "--ledger", str(tmp_path / "g.jsonl")]) == 2
     assert "not found" in one_line_error(capsys)
 
 
@@ -280,7 +282,7 @@ def test_ladder_outside_errors(tmp_path, capsys, monkeypatch, argv, words):
         base += ["--candidate", "mcts:default:4"]
     if "--opening-plies" in argv:
         base = base[:2] + base[4:]
-    assert ladder.main(base + argv) == 2
+    assert ladder_cli.main(base + argv) == 2
     assert words in one_line_error(capsys)
 
 
@@ -298,13 +300,13 @@ def test_outside_cli_end_to_end(tmp_path, capsys, monkeypatch, tiny):
     ledger = tmp_path / "out" / "games.jsonl"
     argv = ["--candidate", str(tiny), "--outside", f"{sys.executable} {FAKE}", "--nodes",
             "100", "--games", "2", "--turn-ms", "500", "--ledger", str(ledger)]
-    assert outside.main(argv) == 0
+    assert outside_cli.main(argv) == 0
     out = capsys.readouterr().out
     md = (ledger.parent / "outside.md").read_text()
     name = f"pbrain:{tiny}@500ms"
     assert f"## `{name}`" in md and "| `rapfi:100` | 2 |" in md and "Rung:" in md
     assert "2 games played" in out
-    assert outside.main(argv) == 0 and "0 games played" in capsys.readouterr().out
+    assert outside_cli.main(argv) == 0 and "0 games played" in capsys.readouterr().out
     assert [json.loads(x)["a"] for x in ledger.read_text().splitlines()] == [name, name]
 
 
@@ -316,12 +318,12 @@ def test_ladder_plays_the_outside_pool(tmp_path, capsys, monkeypatch, tiny):
     argv = ["--no-default-pool", "--candidate", f"mcts:{tiny}:2", "--outside",
             f"{sys.executable} {FAKE}", "--outside-nodes", "50", "--games", "2",
             "--openings", "balanced15", "--opening-plies", "0", "--ledger", str(ledger)]
-    assert ladder.main(argv) == 0
+    assert ladder_cli.main(argv) == 0
     name = f"mcts:{tiny}:2@1000ms"
     md = (tmp_path / "ladder.md").read_text()
     assert "2 games in 1 matches" in md and "`rapfi:50`" in md and f"`{name}`" in md
     assert "| `rapfi:50` | 2 |" in (tmp_path / "outside.md").read_text()
-    assert ladder.main(argv) == 0  # resumed: nothing left
+    assert ladder_cli.main(argv) == 0  # resumed: nothing left
 
 
 def test_fake_engine_speaks_the_protocol():
@@ -341,6 +343,5 @@ def test_engine_args_reach_pbrain_and_name_the_candidate(tiny):
 
 
 def test_each_ledger_keeps_its_own_table(tmp_path):
-    from experiments import outside
     assert outside.table_path(tmp_path / "games.jsonl") == tmp_path / "outside.md"
     assert outside.table_path(tmp_path / "renju.jsonl") == tmp_path / "renju.md"

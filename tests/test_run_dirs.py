@@ -15,8 +15,8 @@ import pytest
 
 from agz_jax import checkpoint
 from agz_jax.config import ConfigError
+from agz_jax.curriculum import command as curriculum_cli
 from agz_jax.presets import PRESETS, get_preset
-from experiments import curriculum as curriculum_cli
 from experiments import selfplay as selfplay_cli
 
 ROOT = Path(__file__).resolve().parents[1]

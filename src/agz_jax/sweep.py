@@ -32,6 +32,23 @@ import numpy as np
 from agz_jax.cli import grid_points, parse_assignment
 from agz_jax.config import Config, ConfigError
 
+
+class Tee(io.TextIOBase):
+    """Captures what is written, and passes it on unless ``quiet``."""
+
+    def __init__(self, target, quiet: bool):
+        self.target, self.quiet, self.parts = target, quiet, []
+
+    def write(self, s: str) -> int:
+        self.parts.append(s)
+        if not self.quiet:
+            self.target.write(s)
+        return len(s)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+
 # Final metrics summarised, when a run logged them.
 SUMMARY_METRICS = (
     "eval/vs_random_score", "eval/policy_vs_random_score", "train/loss", "train/value_loss",

@@ -1,8 +1,9 @@
 """The ablation sweep's training: each run as the main job itself
 (``agz_jax.training.train``, resumed in segments of N iterations), a
-curriculum arm first through ``experiments.curriculum``; snapshots of the
-best net at equal game equivalents, each followed by its matches; the CPU
-time of every iteration counted (``CpuTime``, a hook of the main job)."""
+curriculum arm first through ``experiments.curriculum``
+(``agz_jax.curriculum.command``); snapshots of the best net at equal game
+equivalents, each followed by its matches; the CPU time of every iteration
+counted (``CpuTime``, a hook of the main job)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ import time
 from pathlib import Path
 
 from agz_jax import clock, training
+from agz_jax.ablation_matches import play_missing
+from agz_jax.ablation_store import index_run, run_dir, write_json
 from agz_jax.config import ConfigError
 from agz_jax.presets import get_preset
-from experiments.ablation_matches import play_missing
-from experiments.ablation_store import index_run, run_dir, write_json
 
 CPU_KEY = "time/cpu_seconds"  # not *_s: the ladder's hours sum time/*_s (wall) only
 
@@ -37,17 +38,17 @@ class CpuTime(training.Hook):
         return {CPU_KEY: time.process_time() - self.c0}
 
 
-def call(main, argv: list[str], verbose: bool) -> str:
-    """Run an experiment's main() in this process; its output (RuntimeError with
-    its tail if it fails)."""
-    from experiments.sweep import Tee
+def call(main, argv: list[str], verbose: bool, name: str) -> str:
+    """Run a command's main() (``name``: the command, ``experiments.curriculum``) in
+    this process; its output (RuntimeError with its tail if it fails)."""
+    from agz_jax.sweep import Tee
 
     tee = Tee(sys.stdout, quiet=not verbose)
     with contextlib.redirect_stdout(tee):
         rc = main(argv)
     text = "".join(tee.parts)
     if rc != 0:
-        raise RuntimeError(f"{main.__module__} {shlex.join(argv)} failed (exit {rc}):\n"
+        raise RuntimeError(f"{name} {shlex.join(argv)} failed (exit {rc}):\n"
                            f"{text[-3000:]}")
     return text
 
@@ -56,7 +57,7 @@ def main_job(sdir: Path, verbose: bool, config=None, **kwargs) -> training.Summa
     """``agz_jax.training.train(config, sdir, quiet=True, **kwargs)`` in this
     process, its output shown if ``verbose``; RuntimeError with the output's
     tail if the run cannot start."""
-    from experiments.sweep import Tee
+    from agz_jax.sweep import Tee
 
     tee = Tee(sys.stdout, quiet=not verbose)
     try:
@@ -84,8 +85,8 @@ def run_curriculum(plan, arm, seed: int, cdir: Path, verbose: bool, say) -> dict
     """Run (or resume) the arm's curriculum; its cost so far: process CPU and
     wall seconds of every call, ``interrupted`` calls (killed: their time is
     missing, the cost a lower bound)."""
+    from agz_jax.curriculum import command as curriculum
     from agz_jax.curriculum import stages
-    from experiments import curriculum
 
     cost_path = cdir / "cost.json"
     cost = json.loads(cost_path.read_text()) if cost_path.exists() else {
@@ -103,7 +104,7 @@ def run_curriculum(plan, arm, seed: int, cdir: Path, verbose: bool, say) -> dict
             else curriculum_flags(plan, arm, seed, cdir))
     say(f"  curriculum ({','.join(config.curriculum.stages)}) in {cdir}")
     c0, w0 = time.process_time(), clock.running()
-    call(curriculum.main, argv, verbose)
+    call(curriculum.main, argv, verbose, "experiments.curriculum")
     cost["cpu_s"] += time.process_time() - c0
     cost["wall_s"] += clock.running() - w0
     cost["open"] = False
@@ -241,11 +242,3 @@ def curriculum_nets(config, cdir: Path) -> training.Init:
     model = models.load(cdir)
     config.check_nets_fit(model.config, f"--init-from {cdir}", model=str(cdir))
     return training.Init(str(cdir), model.variables)
-
-
-if __name__ == "__main__":
-    import sys
-
-    print("error: experiments.ablation_train is a part of experiments.ablation, not a command; run "
-          "python -m experiments.ablation --help", file=sys.stderr)
-    sys.exit(2)

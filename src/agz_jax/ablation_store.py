@@ -97,17 +97,17 @@ def to_keep(plan, index: dict, lines: list[dict]) -> tuple[dict, list[dict], lis
     played, and, in a seed with runs to come, those at game equivalents where
     a run to come will snapshot (its peer matches)."""
     from agz_jax import ablation
-    from experiments import ladder
+    from agz_jax.ledger import done_key, pairing_seed
 
     done = [r for r in index["runs"] if r["done"]]
     players = {s["player"]: s for r in done for s in r["snapshots"]}
     kept = [x for x in lines
             if all(n in players or ablation.POOL_PLAYER.match(n) for n in (x["a"], x["b"]))]
     kept_index = {**index, "runs": done}
-    played = {ladder.done_key(x["a"], x["b"], x["games"], x["seed"]) for x in kept}
+    played = {done_key(x["a"], x["b"], x["games"], x["seed"]) for x in kept}
     ev = plan.evaluation
     need = {n for a, b, games in ablation.pairings(plan, kept_index)
-            if ladder.done_key(a, b, games, ladder.pairing_seed(ev.seed, a, b)) not in played
+            if done_key(a, b, games, pairing_seed(ev.seed, a, b)) not in played
             for n in (a, b)}
     finished = {(r["arm"], r["seed"]) for r in done}
     for r in done:
@@ -250,13 +250,3 @@ def restore_state(plan, state: Path, out: Path, say) -> None:
     say(f"restored from {state} (saved {manifest['saved']}): {len(theirs)} finished runs, "
         f"{manifest['matches']} matches, {len(manifest['nets'])} nets")
 
-
-# ------------------------------------------------------------------ reports
-
-
-if __name__ == "__main__":
-    import sys
-
-    print("error: experiments.ablation_store is a part of experiments.ablation, not a command; run "
-          "python -m experiments.ablation --help", file=sys.stderr)
-    sys.exit(2)

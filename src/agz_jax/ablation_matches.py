@@ -64,23 +64,22 @@ class Matches:
         """(arena.MatchResult, wall seconds) of specs[0] against specs[1]."""
         import jax
 
-        from agz_jax import arena
-        from experiments import arena as arena_cli
+        from agz_jax import arena, players
 
-        loaded = [arena_cli.make_player(arena_cli.load_spec(arena_cli.parse_spec(s, s), s),
-                                        self.rules) for s in specs]
+        loaded = [players.make_player(players.load_spec(players.parse_spec(s, s), s),
+                                      self.rules) for s in specs]
         pair = tuple(self.kind(s) for s in specs)
         if pair not in self.players:
             if len(self.players) >= self.keep:
                 self.clear()
             a, b = loaded
             self.players[pair] = lambda v: (a.make(v[0]), b.make(v[1]))
-        players = self.players[pair]
+        both = self.players[pair]
         variables = (loaded[0].variables, loaded[1].variables)
         t0 = time.perf_counter()
         key = jax.random.PRNGKey(seed)
         if chunk:
-            result = arena.play_match_compact(self.rules, players, variables, key, games,
+            result = arena.play_match_compact(self.rules, both, variables, key, games,
                                               opening_plies, chunk=chunk)
         else:
             result = jax.device_get(self.scan(pair, games, opening_plies)(key, variables))
@@ -114,15 +113,15 @@ def play_missing(plan, out: Path, index: dict, state: dict, verbose: bool, say) 
     """Play every pairing the index calls for that the ledger lacks; the number played."""
     from agz_jax import ablation, arena
     from agz_jax.gomoku import Rules
-    from experiments import ladder
+    from agz_jax.ledger import append_line, done_key, pairing_seed
 
     ev = plan.evaluation
     lines: list[dict] = state["lines"]
-    done = {ladder.done_key(x["a"], x["b"], x["games"], x["seed"]) for x in lines}
+    done = {done_key(x["a"], x["b"], x["games"], x["seed"]) for x in lines}
     todo = []
     for a, b, games in ablation.pairings(plan, index):
-        seed = ladder.pairing_seed(ev.seed, a, b)
-        if ladder.done_key(a, b, games, seed) not in done:
+        seed = pairing_seed(ev.seed, a, b)
+        if done_key(a, b, games, seed) not in done:
             todo.append((a, b, games, seed))
     if not todo:
         return 0
@@ -151,17 +150,9 @@ def play_missing(plan, out: Path, index: dict, state: dict, verbose: bool, say) 
         progress = {n: p for n in (a, b) if (p := progress_of(n, index, out))}
         if progress:
             line["selfplay"] = progress
-        ladder.append_line(ledger, json.dumps(line))
+        append_line(ledger, json.dumps(line))
         lines.append(line)
         state["dirty"] = True
         say(f"    match {i}/{len(todo)}: {a} vs {b}: {s.wins}-{s.draws}-{s.losses} "
             f"({s.score:.2f}), {wall:.0f} s")
     return len(todo)
-
-
-if __name__ == "__main__":
-    import sys
-
-    print("error: experiments.ablation_matches is a part of experiments.ablation, not a "
-          "command; run python -m experiments.ablation --help", file=sys.stderr)
-    sys.exit(2)

@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-DEFAULT_LEDGER = Path("docs/ladder/games.jsonl")
-"""``experiments.ladder``'s ledger unless ``--ledger`` names another."""
+from agz_jax.ledger import DEFAULT_LEDGER
 
 
 def table(fit, lines: list[dict], ledger: Path) -> str:
@@ -110,10 +109,3 @@ def plot(fit, lines: list[dict], path: Path) -> None:
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
-
-if __name__ == "__main__":
-    import sys
-
-    print("error: experiments.ladder_report is a part of experiments.ladder, not a command; run "
-          "python -m experiments.ladder --help", file=sys.stderr)
-    sys.exit(2)
