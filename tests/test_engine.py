@@ -365,3 +365,98 @@ def test_first_play_urgency_values_unvisited_children_below_their_node(tmp_path)
     np.testing.assert_allclose(np.asarray(q)[visited], np.asarray(tree.qvalues(root))[visited])
     np.testing.assert_allclose(np.asarray(q)[~visited], float(tree.node_values[root]) - 0.3,
                                rtol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def two_trees(reusing):
+    """``reusing``'s search in two trees at once (root parallelism)."""
+    e = engine.Engine(reusing.model, max_simulations=256, chunk=64, reuse=True,
+                      algorithm="puct", threads=2)
+    assert "in each of 2 trees" in e.describe()
+    return e
+
+
+def in_frame(rules, board, g, to_play=0, last=-1):
+    """The position ``board`` under board symmetry ``g`` (a State)."""
+    perm = engine._perm(rules.size, g)
+    return engine.make_state(rules, board[perm], to_play, engine._point(rules.size, g, last))
+
+
+def test_two_trees_are_the_position_and_its_mirror_image(reusing, two_trees):
+    """Tree 0 searches the position, tree 1 the position under board symmetry 1;
+    the answer's visits are their sum point by point, in the position's frame,
+    and the budget is split between them."""
+    rules = reusing.rules()
+    board = crowded_board(12, seed=1)
+    one = []
+    for g in (0, 1):
+        reusing.forget()
+        a = reusing.analyse(rules, in_frame(rules, board, g), simulations=40)
+        one.append(engine._unpermuted(a.visits, engine._perm(rules.size, g)))
+    two_trees.forget()
+    both = two_trees.analyse(rules, engine.make_state(rules, board, 0), simulations=80)
+    assert both.simulations == 80 and both.carried == 0 and both.reason == "search"
+    np.testing.assert_array_equal(both.visits, one[0] + one[1])
+    assert both.visits[both.action] == both.visits.max() and board[both.action] == 0
+    assert np.isclose(both.policy.sum(), 1.0)
+    assert np.array_equal(np.isfinite(both.q), both.visits > 0)
+    # Without a deadline the split is even and the search is reproducible.
+    two_trees.forget()
+    again = two_trees.analyse(rules, engine.make_state(rules, board, 0), simulations=80)
+    np.testing.assert_array_equal(again.visits, both.visits)
+
+
+def test_each_tree_carries_its_own_subtree(reusing, two_trees):
+    """Reuse and deepening with two trees: each keeps its subtree in its own
+    frame, so the carried visits are what each tree alone would carry."""
+    rules = reusing.rules()
+    board = crowded_board(8)
+    two_trees.forget()
+    first = two_trees.analyse(rules, engine.make_state(rules, board, 0), simulations=256)
+    # The reply most visited in both trees under the move played.
+    counts = []
+    for g, last in enumerate(two_trees._lasts):
+        t = jax.tree.map(np.asarray, last.tree)
+        perm = engine._perm(rules.size, g)
+        child = t.children_index[0, 0, engine._point(rules.size, g, first.action)]
+        counts.append(engine._unpermuted(t.children_visits[0, child].astype(float), perm))
+    reply = int(np.argmax(np.minimum(*counts)))
+    assert min(c[reply] for c in counts) >= 2, "the reply should have a subtree in both"
+    after = board.copy()
+    after[first.action], after[reply] = 1, -1
+    carried = 0
+    for g in (0, 1):
+        reusing.forget()
+        reusing.analyse(rules, in_frame(rules, board, g), simulations=128)
+        a = reusing.analyse(rules, in_frame(rules, after, g, last=reply), simulations=128)
+        carried += a.carried
+    second = two_trees.analyse(rules, engine.make_state(rules, after, 0, last_action=reply),
+                               simulations=256)
+    assert second.carried == carried > 0
+    assert second.simulations + second.carried == 256
+    # Deepening the same position: both trees are kept whole.
+    third = two_trees.analyse(rules, engine.make_state(rules, after, 0, last_action=reply),
+                              simulations=320, keep=True)
+    assert third.carried == 256 and third.simulations == 64
+
+
+def test_threads_are_refused_where_they_cannot_work(reusing):
+    for threads in (0, 9, 1.5):
+        with pytest.raises(ValueError, match="threads must be an integer from 1 to 8"):
+            engine.Engine(reusing.model, threads=threads)
+    with pytest.raises(ValueError, match="threads .root parallelism. is for PUCT"):
+        engine.Engine(reusing.model, threads=2, algorithm="gumbel")
+
+
+def test_two_trees_values_average_over_their_visits(reusing, two_trees):
+    """The merged root value is each tree's, weighted by its evaluations (its
+    visits and its own): (N + T) * value - sum(N_a * q_a) is the trees' first
+    evaluations, however long they searched."""
+    rules = reusing.rules()
+    state = engine.make_state(rules, crowded_board(12, seed=2), 0)
+    firsts = []
+    for sims in (16, 48, 96):
+        two_trees.forget()
+        a = two_trees.analyse(rules, state, simulations=sims)
+        firsts.append((sims + 2) * a.value - np.nansum(a.visits * a.q))
+    np.testing.assert_allclose(firsts, firsts[0], atol=1e-4)

@@ -607,7 +607,8 @@ class Engine:
             else:  # the most visited move, ties to the higher prior (Searcher.result's rule)
                 most = np.where(allowed, visits, -1.0)
                 action = int(np.argmax(np.where(most == most.max(), prior, -1.0)))
-                weight = np.array([t.visits.sum() for t in trees])
+                # A root's value is the mean of its own evaluation and its visits'.
+                weight = np.array([t.visits.sum() + 1.0 for t in trees])
                 value = float(np.dot(weight, [t.value for t in trees]) / weight.sum())
                 q = np.sum([t.visits * np.nan_to_num(t.q) for t in trees], axis=0)
                 q = q / np.maximum(visits, 1.0)
