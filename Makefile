@@ -136,7 +136,7 @@ pachi-pypi:
 # a model directory or a run directory).
 MODEL ?= default
 play: $(STAMP)
-	$(PY) -m agz_jax.web --model $(MODEL) $(ARGS)
+	$(PY) -m agz_jax.play.web --model $(MODEL) $(ARGS)
 
 bench: $(STAMP)
 	$(PY) -m experiments.bench $(ARGS)

@@ -9,13 +9,13 @@ Double Networks, and the curriculum against self-play from scratch.
     python -m experiments.ablation run --config experiments/ablation.toml --out runs/ablation9 \
         --state experiments/ablation_state    # in a fresh clone: continue from the state
 
-``run`` trains every arm x seed of the sweep file (``agz_jax.ablation`` says
+``run`` trains every arm x seed of the sweep file (``agz_jax.studies.ablation`` says
 what it holds) and rates them, one run after the other in this process, seed
 by seed (all arms of seed 0 first, so partial results cover every arm):
 
 * a curriculum arm first runs ``experiments.curriculum`` (its stages, no
   self-play) in ``RUN/curriculum``, its process CPU time measured;
-* the main job (``agz_jax.training.train``, lockstep self-play) runs in
+* the main job (``agz_jax.training.driver.train``, lockstep self-play) runs in
   ``RUN/selfplay`` from scratch, or from the curriculum's nets, in
   segments of ``snapshot_every`` iterations (resumed, extended to N);
   every iteration also logs its process CPU seconds (``time/cpu_seconds``);
@@ -23,7 +23,7 @@ by seed (all arms of seed 0 first, so partial results cover every arm):
   ``RUN/snapshots/it<N>`` and listed in ``OUT/index.json`` with its self-play
   games (and the curriculum's pre-registered game equivalents) and CPU
   seconds so far;
-* every match the snapshots call for (``agz_jax.ablation.pairings``) is
+* every match the snapshots call for (``agz_jax.studies.ablation.pairings``) is
   played and appended to ``OUT/games.jsonl`` (the rating ladder's ledger
   format, one JSON line a match, its seed derived from the evaluation seed
   and the two names), then the report is redrawn in ``OUT/report``.
@@ -64,8 +64,10 @@ import sys
 import time
 from pathlib import Path
 
-from agz_jax.ablation_matches import play_missing
-from agz_jax.ablation_store import (
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import ConfigError
+from agz_jax.studies.ablation_matches import play_missing
+from agz_jax.studies.ablation_store import (
     check_state,
     restore_state,
     run_dir,
@@ -73,9 +75,7 @@ from agz_jax.ablation_store import (
     save_state,
     write_json,
 )
-from agz_jax.ablation_train import curriculum_flags, train_run
-from agz_jax.config import ConfigError
-from agz_jax.presets import get_preset
+from agz_jax.studies.ablation_train import curriculum_flags, train_run
 
 DATA_FILES = ("ablation.json", "index.json", "games.jsonl")
 
@@ -123,9 +123,9 @@ def lock(out: Path):
 def check(plan, out: Path) -> None:
     """Before anything runs: the players parse, the curriculum builds exactly each
     curriculum arm's config from its flags (the main job is given its config:
-    ``agz_jax.training.train``), and OUT holds no other sweep."""
-    from agz_jax import players
+    ``agz_jax.training.driver.train``), and OUT holds no other sweep."""
     from agz_jax.curriculum import command as curriculum
+    from agz_jax.play import players
 
     ev = plan.evaluation
     for p in (ev.target, *ev.anchors, *ev.pool):
@@ -149,9 +149,10 @@ def regenerate_command(docs: Path) -> str:
 def render(data: Path, target: Path, regenerate: str) -> dict:
     """The report of the data in ``data`` (ablation.json, index.json,
     games.jsonl), written into ``target``."""
-    from agz_jax import ablation, ablation_report, rating
-    from agz_jax.ladder_report import table
-    from agz_jax.ledger import read_ledger
+    from agz_jax.base import rating
+    from agz_jax.studies import ablation, ablation_report
+    from agz_jax.studies.ladder_report import table
+    from agz_jax.studies.ledger import read_ledger
 
     missing = [f for f in DATA_FILES[:2] if not (data / f).exists()]
     if missing:
@@ -200,9 +201,9 @@ def code_version() -> str:
 
 
 def cmd_run(args) -> int:
-    from agz_jax import ablation, ablation_report
-    from agz_jax.cache import enable_compilation_cache
-    from agz_jax.ledger import check_board, read_ledger
+    from agz_jax.base.cache import enable_compilation_cache
+    from agz_jax.studies import ablation, ablation_report
+    from agz_jax.studies.ledger import check_board, read_ledger
 
     plan = ablation.load(args.config)
     not_a_file(args.out, "--out")
@@ -243,8 +244,8 @@ def cmd_run(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from agz_jax import ablation, ablation_report, sweep
-    from agz_jax.ledger import read_ledger
+    from agz_jax.studies import ablation, ablation_report, sweep
+    from agz_jax.studies.ledger import read_ledger
 
     if not (args.out / "ablation.json").exists():
         raise ConfigError(f"{args.out} holds no ablation sweep (no ablation.json)")

@@ -7,7 +7,7 @@
 A player SPEC is one of:
 
     random              uniform over legal moves
-    mentor:LEVEL        the rule-based mentor (agz_jax.mentor), LEVEL 0..3
+    mentor:LEVEL        the rule-based mentor (agz_jax.game.mentor), LEVEL 0..3
     policy:MODEL        the model's net, the raw policy's argmax, no search
     mcts:MODEL:SIMS     the model's net with SIMS simulations of its own search
                         config, no root noise, the most visited move
@@ -23,7 +23,7 @@ model directory, a run directory written by ``python -m experiments.selfplay``
 (its best net) or one written by ``python -m experiments.curriculum``. Player A
 is black in the first half of the games and white in the second. With
 ``--openings SET`` (a shipped opening set such as ``balanced15``, or a file;
-``agz_jax.openings``) every game starts from an opening of the set, each drawn
+``agz_jax.game.openings``) every game starts from an opening of the set, each drawn
 opening played once with each colour; then (or from the empty board) the first
 ``--opening-plies`` moves are random central moves, so that deterministic
 players still play distinct games.
@@ -37,10 +37,10 @@ import os
 import sys
 from pathlib import Path
 
-from agz_jax import players
-from agz_jax.cache import enable_compilation_cache
-from agz_jax.config import ConfigError
-from agz_jax.players import (
+from agz_jax.base.cache import enable_compilation_cache
+from agz_jax.config.schema import ConfigError
+from agz_jax.play import players
+from agz_jax.play.players import (
     Spec,
     add_match_args,
     board_of,
@@ -128,8 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     enable_compilation_cache()
     import numpy as np
 
-    from agz_jax import arena, checkpoint, models, records
-    from agz_jax.gomoku import Rules
+    from agz_jax.game import records
+    from agz_jax.game.gomoku import Rules
+    from agz_jax.match import arena
+    from agz_jax.nets import checkpoint, models
 
     rules = Rules(size, rule)
     loaded = []

@@ -25,7 +25,7 @@ on a ``--size`` board, with a single net (num_nets=1) and Double Networks
   (many evaluations inside one jitted loop, so dispatch is not counted), on
   positions with black to move in half of them and white in the other half,
   as the leaves of a search mix them (Double Networks route each position to
-  its own net, ``agz_jax.routing``, so one colour alone would cost less);
+  its own net, ``agz_jax.nets.routing``, so one colour alone would cost less);
 * search overhead = time per move / ((sims + 1) x time of one batched evaluation):
   1.0 means the search costs nothing beyond its network calls;
 * achieved network GFLOP/s (``networks.flops_per_position``) next to a large
@@ -33,11 +33,11 @@ on a ``--size`` board, with a single net (num_nets=1) and Double Networks
 * training: the SGD step of ``train.py`` (every net on its own batch) with
   replay sampling and symmetry augmentation, ``--train-batch`` positions per
   net; steps/s and compile time;
-* the baseline: ``agz_jax.baseline``, the same PUCT search in plain Python +
+* the baseline: ``agz_jax.search.baseline``, the same PUCT search in plain Python +
   NumPy, one leaf and one batch-1 jitted net call at a time, run for about
   ``--baseline-seconds`` per mode; its simulations/s and the JAX speed-up;
 * self-play on 1 and on 4 devices (``--devices 1,4``): the same moves with the
-  batch of games split over a mesh (``agz_jax.parallel``), each device count
+  batch of games split over a mesh (``agz_jax.training.parallel``), each device count
   in a subprocess with ``XLA_FLAGS=--xla_force_host_platform_device_count=N``
   (on a CPU these devices share its cores: the point is that the sharded code
   path runs and what it costs, not a speed-up);
@@ -82,10 +82,10 @@ import time
 import jax
 import jax.numpy as jnp
 
-from agz_jax import cli
-from agz_jax.config import SearchConfig
-from agz_jax.gomoku import MAX_SIZE, MIN_SIZE, Rules
-from agz_jax.networks import Networks, PolicyValueNet, flops_per_position
+from agz_jax.config.schema import SearchConfig
+from agz_jax.game.gomoku import MAX_SIZE, MIN_SIZE, Rules
+from agz_jax.nets.networks import Networks, PolicyValueNet, flops_per_position
+from agz_jax.training import cli
 from experiments.bench_measures import (
     FORCED,
     GAMMA,
@@ -376,7 +376,7 @@ def section_position(b: Bench) -> None:
 
 def section_renju(b: Bench) -> None:
     """Renju against freestyle on the same positions (black to move): the legal
-    mask (black's forbidden points, ``agz_jax.renju``), the search's tactics,
+    mask (black's forbidden points, ``agz_jax.game.renju``), the search's tactics,
     and plain self-play."""
     out = {}
     black = b.states._replace(to_play=jnp.zeros_like(b.states.to_play))

@@ -21,13 +21,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax import baseline, replay
-from agz_jax.config import SearchConfig, SelfPlayConfig, TrainConfig
-from agz_jax.gomoku import Rules, State, played_at_from_last
-from agz_jax.networks import Networks, PolicyValueNet, cast_params
-from agz_jax.search import Searcher, mask_logits, temperature
-from agz_jax.tactics import search_moves
-from agz_jax.train import init_train_state, make_train_step
+from agz_jax.config.schema import SearchConfig, SelfPlayConfig, TrainConfig
+from agz_jax.game.gomoku import Rules, State, played_at_from_last
+from agz_jax.game.tactics import search_moves
+from agz_jax.nets.networks import Networks, PolicyValueNet, cast_params
+from agz_jax.search import baseline
+from agz_jax.search.searcher import Searcher, mask_logits, temperature
+from agz_jax.training import replay
+from agz_jax.training.train import init_train_state, make_train_step
 
 GAMMA = 0.95
 MODES = {"single": 1, "double": 2}
@@ -170,7 +171,7 @@ def bench_search(rules, nets, variables, states, args, repeats: int, reps: int,
                  forward_states: State | None = None, **search_options) -> dict:
     """Self-play moves from ``states`` and the net alone (``nets.evaluate`` on
     ``forward_states``, default ``states``: a batch with both colours to move
-    costs Double Networks more than a batch of one, ``agz_jax.routing``);
+    costs Double Networks more than a batch of one, ``agz_jax.nets.routing``);
     ``search_options``: ``SearchConfig`` fields, e.g. ``forced_moves=True``.
 
     Both are compiled ahead of time (so even a first run is compile-free) and
@@ -213,9 +214,9 @@ def selfplay_setup(args):
     and Gumbel with ``--selfplay-sims`` over ``--selfplay-games`` continuous
     slots; on 15x15 ``models/default``'s nets and the ``balanced15`` openings,
     on other boards untrained nets from the empty board."""
-    from agz_jax import models
-    from agz_jax.config import Config, GameConfig, NetConfig
-    from agz_jax.run import make_networks
+    from agz_jax.config.schema import Config, GameConfig, NetConfig
+    from agz_jax.nets import models
+    from agz_jax.training.run import make_networks
 
     config = Config(game=GameConfig(size=args.size), net=NetConfig(double=True),
                     search=SearchConfig(algorithm="gumbel", num_simulations=args.selfplay_sims),
@@ -244,7 +245,7 @@ def bench_routing(args, repeats: int, reps: int, mixed: State) -> dict:
     Both are compiled first and timed alternately, plain / routed / plain / ...,
     each the best of its runs.
     """
-    from agz_jax.selfplay import make_continuous
+    from agz_jax.training.selfplay import make_continuous
 
     config, nets, variables, source = selfplay_setup(args)
     steps = 8 if args.quick else ROUTING_STEPS
@@ -301,7 +302,7 @@ def bench_selfplay(args) -> dict:
     lockstep's wasted fraction is 1 - (its games' positions) / (batch x its
     longest game). Each is compiled first and timed on a second call.
     """
-    from agz_jax.selfplay import make_continuous, make_selfplay
+    from agz_jax.training.selfplay import make_continuous, make_selfplay
 
     games, sims = args.selfplay_games, args.selfplay_sims
     config, nets, variables, source = selfplay_setup(args)
@@ -354,7 +355,7 @@ def bench_bf16(rules: Rules, states: State, mixed: State, args, repeats: int, re
     (``dtype_agreement``) on ``states`` and ``mixed`` together, so that both
     nets answer.
     """
-    from agz_jax import models
+    from agz_jax.nets import models
 
     if args.size == 15:
         model = models.load("default")
@@ -470,8 +471,8 @@ def position_model(size: int, seed: int):
     settings on a ``size`` board, untrained."""
     from pathlib import Path
 
-    from agz_jax import models
-    from agz_jax.networks import make_networks
+    from agz_jax.nets import models
+    from agz_jax.nets.networks import make_networks
 
     default = models.load("default")
     if size == default.rules.size:
@@ -519,7 +520,7 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
     and a whole expansion (the search's ``recurrent_fn``: a move, the net, the
     forced moves, the backup's values) at each batch size of ``--batches``,
     evaluations/s, on positions of both colours to move."""
-    from agz_jax import engine
+    from agz_jax.play import engine
 
     model = position_model(args.size, args.seed)
     out: dict = {"model": model.name, "capacity": args.position_capacity,
@@ -556,8 +557,8 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
 
 def bench_mentor(rules: Rules, games: int, levels, seed: int) -> dict:
     """Mentor-vs-mentor games in one jitted batch (play_match), per level."""
-    from agz_jax import arena
-    from agz_jax.mentor import Mentor
+    from agz_jax.game.mentor import Mentor
+    from agz_jax.match import arena
 
     out = {}
     for level in levels:
@@ -604,7 +605,7 @@ def bench_devices_worker(args) -> dict:
     double net with the games split over all N devices; sims/s, compile excluded."""
     from jax.sharding import Mesh
 
-    from agz_jax import parallel
+    from agz_jax.training import parallel
 
     sharder = parallel.Sharder(Mesh(np.array(jax.devices()), (parallel.AXIS,)))
     rules = Rules(args.size)

@@ -194,7 +194,7 @@ def devices_lines(devices: dict, c: dict) -> list[str]:
 def mentor_lines(mentor: dict) -> list[str]:
     if not mentor:
         return []
-    lines = ["Mentor (agz_jax.mentor) playing itself, one jitted batch per level:"]
+    lines = ["Mentor (agz_jax.game.mentor) playing itself, one jitted batch per level:"]
     for level, m in mentor.items():
         lines.append(f"  level {level}: {m['games_per_s']:>8.2f} games/s, "
                      f"{m['moves_per_s']:>8.1f} moves/s (mean length {m['mean_length']:.1f}, "

@@ -35,7 +35,7 @@ REPORT = ROOT / "docs" / "brain_timing.md"
 class Brain:
     def __init__(self, model: str, extra: list[str]):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "agz_jax.brain", "--model", model, *extra],
+            [sys.executable, "-m", "agz_jax.play.brain", "--model", model, *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True, bufsize=1, cwd=ROOT)
 
@@ -99,7 +99,7 @@ def play(brain: Brain, size: int, moves: int, infos: list[str], match_ms: float 
 
 def measure(model: str, turns: list[int], match_ms: float | None, moves: int,
             seed: int) -> list[dict]:
-    from agz_jax import models
+    from agz_jax.nets import models
 
     size = models.load(model).rules.size
     brain = Brain(model, ["--sims", "4096"])  # the clock, not the tree, ends each search
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true",
                    help="measure nothing: rewrite the report from the ledger")
     args = p.parse_args(argv)
-    from agz_jax import cli
+    from agz_jax.training import cli
 
     if args.ledger.is_dir() or cli.file_in_the_way(args.ledger.parent) is not None:
         print(f"error: --ledger {args.ledger} is not a file path; give a .jsonl file",
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(t < 0 for t in turns) or args.moves < 1:
         print("error: --turns must be >= 0 and --moves >= 1", file=sys.stderr)
         return 2
-    from agz_jax import models
+    from agz_jax.nets import models
 
     try:
         rows = measure(args.model, turns, args.match or None, args.moves, args.seed)

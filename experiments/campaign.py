@@ -50,9 +50,10 @@ def iteration_lines(run_dir: Path, through: int | None = None) -> list[dict]:
 
 def run_summary(run_dir: Path, device: str, iterations: list[dict]) -> dict:
     """One run's line of the ledger, from its config and its ``iteration_lines``
-    ("hours": the iterations' wall time, ``agz_jax.run.wall_seconds``: without the
+    ("hours": the iterations' wall time, ``agz_jax.training.run.wall_seconds``: without the
     time the run was stopped, in lines logged since that is measured)."""
-    from agz_jax import checkpoint, run
+    from agz_jax.nets import checkpoint
+    from agz_jax.training import run
 
     init = run_dir / "init_from.txt"
     seconds = sum(run.wall_seconds(m) for m in iterations)
@@ -66,7 +67,7 @@ def run_summary(run_dir: Path, device: str, iterations: list[dict]) -> dict:
         "positions": int(sum(m.get("selfplay/moves", 0) for m in iterations)),
         "accepted": int(sum(m.get("gating/accepted", 0) for m in iterations)),
         "hours": seconds / 3600,
-        # Left out of "hours" (agz_jax.clock); lines logged before late 2026-11-27 have none.
+        # Left out of "hours" (agz_jax.base.clock); lines logged before late 2026-11-27 have none.
         "stopped_hours": sum(m.get(run.STOPPED_S, 0.0) for m in iterations) / 3600,
         "black_wins_last": iterations[-1].get("selfplay/black_wins") if iterations else None,
         "exported": time.strftime("%Y-%m-%d %H:%M"),
@@ -101,7 +102,7 @@ def made_with(iterations: list[dict], gated: bool, earlier: list[dict], total: d
     """The campaign's self-play games and hours when a run's best nets were made:
     the ``earlier`` runs' lines, plus the run's ``iterations`` up to its
     ``best_iteration``; the campaign's ``total`` if that is unknown."""
-    from agz_jax import run
+    from agz_jax.training import run
 
     best = best_iteration(iterations, gated)
     if best is None:
@@ -119,7 +120,7 @@ def nets_sha256(model_dir: Path) -> str:
     """The sha256 of a model directory's variables file (the ledger's ``nets.sha256``)."""
     import hashlib
 
-    from agz_jax import models
+    from agz_jax.nets import models
 
     return hashlib.sha256((model_dir / models.VARIABLES_FILE).read_bytes()).hexdigest()
 
@@ -132,7 +133,7 @@ def export(run_dir: Path, model_dir: Path, device: str) -> dict:
     up to the run's iteration that made them, not its last): a run whose
     candidates were all rejected leaves the nets, and so ``nets``, as they were
     (the ladder names the player by ``nets.games``)."""
-    from agz_jax import models
+    from agz_jax.nets import models
 
     check_fits(run_dir, model_dir)
     model = models.load(run_dir)
@@ -163,7 +164,7 @@ def check_fits(run_dir: Path, model_dir: Path) -> None:
     net and input features (``Config.check_nets_fit``'s sections)."""
     import dataclasses
 
-    from agz_jax import models
+    from agz_jax.nets import models
 
     if not (model_dir / models.CONFIG_FILE).exists():
         return
@@ -181,7 +182,7 @@ def check_fits(run_dir: Path, model_dir: Path) -> None:
 def polish(run_dir: Path, out: Path, steps: int, seed: int, step: int | None = None,
            learning_rate: float | None = None) -> dict:
     """Train the candidate of ``run_dir``'s checkpoint (the latest, or ``step``)
-    ``steps`` more SGD steps (``agz_jax.train.sgd``, keyed by ``seed``) on that
+    ``steps`` more SGD steps (``agz_jax.training.train.sgd``, keyed by ``seed``) on that
     checkpoint's replay, with the run's train config (``learning_rate`` if given),
     and write the nets to ``out`` as a model with ``polish.json``, which it returns.
     Raises CheckpointError if the run has no checkpoint that fits its config."""
@@ -189,8 +190,9 @@ def polish(run_dir: Path, out: Path, steps: int, seed: int, step: int | None = N
 
     import jax
 
-    from agz_jax import checkpoint, models, run
-    from agz_jax.train import sgd
+    from agz_jax.nets import checkpoint, models
+    from agz_jax.training import run
+    from agz_jax.training.train import sgd
 
     config = checkpoint.read_config(run_dir)
     cfg = config.train if learning_rate is None else dataclasses.replace(
@@ -236,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     if args.command == "export":
-        from agz_jax import checkpoint, models
+        from agz_jax.nets import checkpoint, models
 
         if not (args.run / "config.json").is_file():
             print(f"error: {args.run} holds no self-play run (no config.json); give the "
@@ -290,7 +292,7 @@ def polish_command(args: argparse.Namespace) -> int:
         print(f"error: {args.run} holds no self-play run (no config.json); give the "
               "--out directory of python -m experiments.selfplay", file=sys.stderr)
         return 2
-    from agz_jax import cli
+    from agz_jax.training import cli
 
     if cli.file_in_the_way(args.out) is not None:
         print(f"error: --out {args.out} is not a directory; give a new directory for the "
@@ -300,8 +302,8 @@ def polish_command(args: argparse.Namespace) -> int:
         print(f"error: {args.out} is not empty; give a new directory for the polished model",
               file=sys.stderr)
         return 2
-    from agz_jax import checkpoint
-    from agz_jax.config import ConfigError
+    from agz_jax.config.schema import ConfigError
+    from agz_jax.nets import checkpoint
 
     try:
         r = polish(args.run, args.out, args.steps, args.seed, args.step, args.learning_rate)

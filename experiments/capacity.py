@@ -109,8 +109,8 @@ def summed_losses(nets, variables, obs, policy, z):
     over a chunk of examples, with its running statistics."""
     import jax.numpy as jnp
 
-    from agz_jax.networks import unstack
-    from agz_jax.train import loss_terms
+    from agz_jax.nets.networks import unstack
+    from agz_jax.training.train import loss_terms
 
     logits, value = nets.apply_one(unstack(variables, 0), obs.astype(jnp.float32))
     v, pl = loss_terms(logits, value, policy, z)
@@ -126,9 +126,10 @@ def measure(run_dir: Path, specs: list[tuple[int, int]], steps: int, eval_every:
     import jax
     import jax.numpy as jnp
 
-    from agz_jax import checkpoint, replay, run
-    from agz_jax.networks import Networks, make_networks
-    from agz_jax.train import init_train_state, sgd
+    from agz_jax.nets import checkpoint
+    from agz_jax.nets.networks import Networks, make_networks
+    from agz_jax.training import replay, run
+    from agz_jax.training.train import init_train_state, sgd
 
     if not (run_dir / "config.json").exists():
         raise CapacityError(f"{run_dir} is not a self-play run (no config.json)")

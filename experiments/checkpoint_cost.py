@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from agz_jax import cli
-from agz_jax.config import ConfigError
+from agz_jax.config.schema import ConfigError
+from agz_jax.training import cli
 
 
 def _own_flags(parser: argparse.ArgumentParser) -> None:
@@ -109,7 +109,8 @@ def measure(config, filled: bool, directory: Path) -> dict:
     2), and report bytes and seconds."""
     import jax
 
-    from agz_jax import checkpoint, run
+    from agz_jax.nets import checkpoint
+    from agz_jax.training import run
 
     t0 = time.perf_counter()
     comps = run.build(config)

@@ -5,7 +5,7 @@ mentor -> self-play RL, each stage checkpointed, the whole resumable.
     python -m experiments.curriculum --out runs/curriculum --resume
 
 The command is ``agz_jax.curriculum.command`` (its ``--help`` says the rest),
-there so that the ablation sweep (``agz_jax.ablation_train``) runs it too.
+there so that the ablation sweep (``agz_jax.studies.ablation_train``) runs it too.
 """
 
 from __future__ import annotations

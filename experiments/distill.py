@@ -1,4 +1,4 @@
-r"""Distil a model's nets into nets of other sizes (``agz_jax.distill``).
+r"""Distil a model's nets into nets of other sizes (``agz_jax.training.distill``).
 
     python -m experiments.distill --teacher models/default --net-preset 6x64 \
         --out runs/distill-6x64
@@ -41,8 +41,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from agz_jax import cli, presets
-from agz_jax.config import ConfigError
+from agz_jax.config import presets
+from agz_jax.config.schema import ConfigError
+from agz_jax.training import cli
 
 SIZE_FLAGS = {"net.blocks": "residual blocks of the student (the paper: 2)",
               "net.filters": "filters of the student's conv layers (the paper: 32)",
@@ -50,7 +51,7 @@ SIZE_FLAGS = {"net.blocks": "residual blocks of the student (the paper: 2)",
 
 
 def parser() -> argparse.ArgumentParser:
-    from agz_jax.distill import Settings
+    from agz_jax.training.distill import Settings
 
     p = cli.ArgumentParser(
         prog="python -m experiments.distill", description=__doc__, allow_abbrev=False,
@@ -82,7 +83,8 @@ def parser() -> argparse.ArgumentParser:
 def parse(argv: list[str]):
     """(args, settings, teacher, student config) or ConfigError (one line), before
     anything compiles."""
-    from agz_jax import distill, models
+    from agz_jax.nets import models
+    from agz_jax.training import distill
 
     args = cli.parse_known(parser(), argv)
     if args.net_presets:
@@ -125,8 +127,8 @@ def check_out(out: Path) -> None:
 def preset_table(teacher_config=None) -> str:
     """The net presets' sizes and parameters a net, on ``teacher_config``'s board
     and features (else the campaign preset's)."""
-    from agz_jax import distill
-    from agz_jax.networks import flops_per_position
+    from agz_jax.nets.networks import flops_per_position
+    from agz_jax.training import distill
 
     base = teacher_config or presets.get_preset("campaign")
     size = base.game.size
@@ -157,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(e.code or 0)
     if args.net_presets:
         try:
-            from agz_jax import models
+            from agz_jax.nets import models
 
             base = models.load(args.teacher).config if args.teacher else None
         except models.ModelError as e:
@@ -166,10 +168,10 @@ def main(argv: list[str] | None = None) -> int:
         print(preset_table(base))
         return 0
 
-    from agz_jax.cache import enable_compilation_cache
+    from agz_jax.base.cache import enable_compilation_cache
 
     enable_compilation_cache()
-    from agz_jax import distill
+    from agz_jax.training import distill
 
     name = presets.net_preset_name(config.net)
     print(f"teacher {args.teacher}: {presets.net_size_text(teacher.config.net)}, "

@@ -92,7 +92,7 @@ def positions(size: int, per_case: int, seed: int) -> list[Position]:
         raise FivesError(f"the board must be at least 7x7, got {size}")
     import jax
 
-    from agz_jax.gomoku import Rules
+    from agz_jax.game.gomoku import Rules
 
     five_points = jax.jit(Rules(size).five_points)  # the rules' own reading, once compiled
     rng = np.random.default_rng(seed)
@@ -193,7 +193,7 @@ def opening_of(logits: np.ndarray, legal: np.ndarray, size: int,
 
 def measure(model, cases: list[Position] | None = None, per_case: int = 100,
             seed: int = 0) -> dict:
-    """The table of one net: ``model`` as ``agz_jax.models.load`` returns it."""
+    """The table of one net: ``model`` as ``agz_jax.nets.models.load`` returns it."""
     import jax
 
     rules, nets = model.rules, model.nets
@@ -240,7 +240,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    from agz_jax import models
+    from agz_jax.nets import models
 
     if args.positions < 1:
         print(f"error: --positions must be >= 1, got {args.positions}", file=sys.stderr)

@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from agz_jax.cache import enable_compilation_cache
+from agz_jax.base.cache import enable_compilation_cache
 from agz_jax.go import dataset, play, sgf
 
 

@@ -32,11 +32,11 @@ import sys
 import time
 from pathlib import Path
 
-from agz_jax import arena
-from agz_jax.cache import enable_compilation_cache
+from agz_jax.base.cache import enable_compilation_cache
 from agz_jax.go import gtp, play, sgf
 from agz_jax.go import net as net_lib
 from agz_jax.go.rules import BLACK, WHITE
+from agz_jax.match import arena
 
 PAPER = {"gnugo": "12-layer net 97.2 ± 0.9% (3-layer, 16 filters: 3.4 ± 1.1%) vs GnuGo 3.8 "
                   "level 10, 19x19",

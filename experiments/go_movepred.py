@@ -30,8 +30,8 @@ import json
 import sys
 from pathlib import Path
 
-from agz_jax.cache import enable_compilation_cache
-from agz_jax.config import ConfigError
+from agz_jax.base.cache import enable_compilation_cache
+from agz_jax.config.schema import ConfigError
 from agz_jax.go import dataset, movepred, play, sgf
 from agz_jax.go import net as net_lib
 
@@ -223,7 +223,7 @@ def table(records: list[dict], data: dataset.Data) -> str:
 
 
 def write_report(records: list[dict], out: Path, data: dataset.Data) -> None:
-    from agz_jax.movepred_report import plot
+    from agz_jax.studies.movepred_report import plot
 
     labels = [f"{r['net']['layers']} layers, {r['net']['filters']} filters" for r in records]
     (out / "table.md").write_text(table(records, data))

@@ -29,9 +29,9 @@ from pathlib import Path
 
 import jax
 
-from agz_jax import cli
 from agz_jax.go import gtp, play, referee
 from agz_jax.go.rules import Rules
+from agz_jax.training import cli
 
 
 def parse_args(argv=None):

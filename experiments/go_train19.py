@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-from agz_jax.cache import enable_compilation_cache
+from agz_jax.base.cache import enable_compilation_cache
 from agz_jax.go import games as games_lib
 from agz_jax.go import net as net_lib
 from agz_jax.go import play, train19

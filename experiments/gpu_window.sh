@@ -88,7 +88,7 @@ run_capacity() {
 }
 
 # Self-play's share of a run's iterations' wall time (checkpoints included,
-# agz_jax.run.selfplay_share) from its metrics: the run is cut before its summary.
+# agz_jax.training.run.selfplay_share) from its metrics: the run is cut before its summary.
 selfplay_share() {
   python3 -c "import json, sys; from agz_jax import run
 lines = [json.loads(ln) for ln in open(sys.argv[1]) if ln.strip()]

@@ -44,10 +44,10 @@ the ledger one line each, a killed ladder losing only the game it was playing,
 and outside.md beside it has their table and each candidate's rung.
 
 After playing (or with ``--table-only``, without) the Elo fit
-(``agz_jax.rating``) of every game in the ledger is written beside it:
+(``agz_jax.base.rating``) of every game in the ledger is written beside it:
 ladder.md (player, Elo, 95% interval, games, score) and ladder.png (the
 self-play runs' Elo against their self-play games and training time, the
-other players as horizontal lines; ``agz_jax.ladder_report``).
+other players as horizontal lines; ``agz_jax.studies.ladder_report``).
 """
 
 from __future__ import annotations
@@ -56,10 +56,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from agz_jax import outside, players
-from agz_jax.config import ConfigError
-from agz_jax.ladder import check_outside, play_ladder, write_outputs
-from agz_jax.ledger import DEFAULT_LEDGER, read_ledger, resolve_protocol
+from agz_jax.config.schema import ConfigError
+from agz_jax.play import players
+from agz_jax.studies import outside
+from agz_jax.studies.ladder import check_outside, play_ladder, write_outputs
+from agz_jax.studies.ledger import DEFAULT_LEDGER, read_ledger, resolve_protocol
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

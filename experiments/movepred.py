@@ -40,10 +40,10 @@ import sys
 import time
 from pathlib import Path
 
-from agz_jax.cli import INTERRUPTED, grid_points, parse_assignment
-from agz_jax.config import Config, ConfigError, GameConfig, NetConfig, TrainConfig
-from agz_jax.movepred import MovePredConfig, check
-from agz_jax.presets import get_preset
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import Config, ConfigError, GameConfig, NetConfig, TrainConfig
+from agz_jax.studies.movepred import MovePredConfig, check
+from agz_jax.training.cli import INTERRUPTED, grid_points, parse_assignment
 
 _SMOKE = get_preset("smoke").replace(**{"game.size": 9, "train.batch_size": 64,
                                         "train.learning_rate": 2e-2})
@@ -99,8 +99,8 @@ def slug(setting: tuple) -> str:
 def check_records(directory: Path, size: int) -> None:
     """``movepred.records`` read (not replayed: nothing compiles) before anything
     is written; ConfigError naming the field and the way out."""
-    from agz_jax import records
-    from agz_jax.movepred_data import read_records
+    from agz_jax.game import records
+    from agz_jax.studies.movepred_data import read_records
 
     try:
         read_records(directory, size)
@@ -187,10 +187,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args, config: Config, mp: MovePredConfig, points: list, command: str) -> int:
     """The experiment after its command line checked (KeyboardInterrupt on Ctrl-C)."""
-    from agz_jax.cache import enable_compilation_cache
+    from agz_jax.base.cache import enable_compilation_cache
 
     enable_compilation_cache()
-    from agz_jax import movepred, movepred_report, records
+    from agz_jax.game import records
+    from agz_jax.studies import movepred, movepred_report
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "movepred.json").write_text(json.dumps({

@@ -1,4 +1,4 @@
-r"""Make a balanced opening set (``agz_jax.openings``) by searching candidate openings.
+r"""Make a balanced opening set (``agz_jax.game.openings``) by searching candidate openings.
 
     python -m experiments.openings --model curriculum --games 4 --sims 8 \
         --out src/agz_jax/data/balanced15.txt --force
@@ -49,13 +49,13 @@ from pathlib import Path
 
 import numpy as np
 
-from agz_jax import cli
+from agz_jax.training import cli
 
 
 def candidates(size: int, box: int) -> np.ndarray:
     """int32[K, 3]: centre, then two more stones in the central box, one per
     symmetry class (the canonical one: smallest under the 8 maps)."""
-    from agz_jax import symmetry
+    from agz_jax.game import symmetry
 
     c, h = size // 2, box // 2
     points = [r * size + col for r in range(c - h, c + h + 1) for col in range(c - h, c + h + 1)
@@ -77,10 +77,11 @@ def values(model_name: str, moves: np.ndarray, sims: int, seed: int) -> np.ndarr
     """float32[K]: the model's search value of each opening for the side to move."""
     import jax
 
-    from agz_jax import models, openings
-    from agz_jax.gomoku import Rules
-    from agz_jax.run import make_networks
-    from agz_jax.search import Searcher
+    from agz_jax.game import openings
+    from agz_jax.game.gomoku import Rules
+    from agz_jax.nets import models
+    from agz_jax.search.searcher import Searcher
+    from agz_jax.training.run import make_networks
 
     model = models.load(model_name)
     config = model.config
@@ -103,7 +104,7 @@ def black_labels(winner, length, k: int, gamma: float) -> np.ndarray:
     that when white does, 0 for a draw."""
     import jax.numpy as jnp
 
-    from agz_jax.selfplay import decayed_z
+    from agz_jax.training.selfplay import decayed_z
 
     winner, length = jnp.asarray(winner, jnp.int32), jnp.asarray(length, jnp.int32)
     to_play = jnp.full((k + 1, len(winner)), k % 2, jnp.int32)  # only row k is read
@@ -129,10 +130,11 @@ def selfplay_scores(model_name: str, moves: np.ndarray, games: int, sims: int, s
     """
     import jax
 
-    from agz_jax import arena, models
-    from agz_jax.gomoku import Rules
-    from agz_jax.run import make_networks
-    from agz_jax.selfplay import make_move
+    from agz_jax.game.gomoku import Rules
+    from agz_jax.match import arena
+    from agz_jax.nets import models
+    from agz_jax.training.run import make_networks
+    from agz_jax.training.selfplay import make_move
 
     model = models.load(model_name)
     config = model.config.replace(**{"search.num_simulations": sims})
@@ -195,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                         "to --out instead: no judge, they are not balanced")
     args = p.parse_args(argv)
     if args.renju_canonical:
-        from agz_jax import openings as shipped
+        from agz_jax.game import openings as shipped
 
         if args.out is None:
             print("error: --renju-canonical needs --out FILE", file=sys.stderr)
@@ -239,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: --out {args.out}: {problem}", file=sys.stderr)
             return 2
 
-    from agz_jax import models
+    from agz_jax.nets import models
 
     if args.judge == "outside":
         return outside_judge(args, argv)
@@ -290,7 +292,7 @@ def kept(deviation: np.ndarray, args: argparse.Namespace) -> list[int]:
 def write_set(args: argparse.Namespace, argv, size: int, rule: str, moves: np.ndarray,
               keep: list[int], judged: str, summary: str, label: str, scores: list[str]) -> int:
     """Write the kept openings to ``--out`` under a header that says how they were made."""
-    from agz_jax import openings
+    from agz_jax.game import openings
 
     command = "python -m experiments.openings " + " ".join(argv if argv is not None
                                                             else sys.argv[1:])
@@ -312,7 +314,7 @@ def _outside(args: argparse.Namespace, size: int):
     error (None)."""
     import os
 
-    from agz_jax import piskvork
+    from agz_jax.play import piskvork
 
     path = args.outside or os.environ.get("AGZ_JAX_OUTSIDE")
     if not path:
@@ -347,7 +349,9 @@ def outside_eval(engine, moves) -> float:
 
 def outside_judge(args: argparse.Namespace, argv) -> int:
     """``--judge outside``: make a set from, or ``--check`` a set with, the outside engine."""
-    from agz_jax import arena, openings, piskvork, piskvork_games
+    from agz_jax.game import openings
+    from agz_jax.match import arena
+    from agz_jax.play import piskvork, piskvork_games
 
     size = 15
     if args.nodes < 1:
@@ -398,7 +402,8 @@ def outside_judge(args: argparse.Namespace, argv) -> int:
 
 def check(args: argparse.Namespace, size: int, gamma: float) -> int:
     """``--check``: black's score over the set ``args.check`` (see the module)."""
-    from agz_jax import arena, openings
+    from agz_jax.game import openings
+    from agz_jax.match import arena
 
     try:
         moves = openings.load(args.check, size)

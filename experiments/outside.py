@@ -6,7 +6,7 @@
     python -m experiments.ladder --candidate mcts:default:400 --outside PATH  # in the ladder
 
 Both sides are Piskvork (Gomocup) engines run as subprocesses by
-``agz_jax.piskvork``, so our side is exactly what a Gomocup manager sees:
+``agz_jax.play.piskvork``, so our side is exactly what a Gomocup manager sees:
 ``pbrain-agz`` with ``INFO timeout_turn`` = ``--turn-ms`` (0: no clock, the
 simulations decide), kept alive across games. A ``--candidate`` is a model
 (``default``, a model or run directory: ``pbrain-agz --model MODEL``, which
@@ -29,7 +29,7 @@ A match is ``--games`` games from the opening set (``--openings``, default
 balanced15): each drawn opening is played twice in a row, the candidate black
 and then white. The openings are drawn from the match seed, a hash of
 ``--seed`` and the two names fixed before anything is played
-(``agz_jax.ledger.pairing_seed``). Every finished game is appended to the
+(``agz_jax.studies.ledger.pairing_seed``). Every finished game is appended to the
 ledger as one line in the ladder's format (a one-game match, with an
 ``outside`` field: game number, opening, colours, moves, reason), so a killed
 run loses only the game in progress and a rerun skips the games already in
@@ -52,9 +52,10 @@ import sys
 import time
 from pathlib import Path
 
-from agz_jax import ledger, players
-from agz_jax.config import ConfigError
-from agz_jax.outside import (
+from agz_jax.config.schema import ConfigError
+from agz_jax.play import players
+from agz_jax.studies import ledger
+from agz_jax.studies.outside import (
     DEFAULT_LEDGER,
     DEFAULT_OPENINGS,
     add_args,

@@ -1,5 +1,5 @@
-"""Cross-check black's forbidden moves (``agz_jax.renju``) against an
-independent referee, the PyPI package ``renju`` (``agz_jax.renju_check``).
+"""Cross-check black's forbidden moves (``agz_jax.game.renju``) against an
+independent referee, the PyPI package ``renju`` (``agz_jax.game.renju_check``).
 
     python -m experiments.renju_check --boards 2000 --out docs/renju/check.json
 
@@ -18,8 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from agz_jax import renju, renju_check
-from agz_jax.cache import enable_compilation_cache
+from agz_jax.base.cache import enable_compilation_cache
+from agz_jax.game import renju, renju_check
 
 
 def main(argv=None) -> int:

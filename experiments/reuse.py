@@ -5,7 +5,7 @@
     python -m experiments.reuse --report      # docs/reuse.md from docs/reuse.jsonl
     python -m experiments.reuse --report --ledger runs/r.jsonl   # runs/reuse.md
 
-Both players are ``agz_jax.engine.Engine`` on the same model and nets, PUCT
+Both players are ``agz_jax.play.engine.Engine`` on the same model and nets, PUCT
 (reuse needs it), the engine's own tactics guard included; they differ only in
 ``reuse``. With reuse an engine keeps its tree after its move and, once the
 opponent has replied, searches on from the subtree under both moves, its
@@ -42,7 +42,7 @@ def play_game(engines, rules, opening: list[int], *, sims: int | None, ms: float
     """One game from ``opening`` (black first); ``engines`` = (black, white).
     Returns the winner (0 black, 1 white, -1 draw); every move's numbers go to
     ``stats`` as {"side", "carried", "new", "ms"}."""
-    from agz_jax.engine import make_state, winning_line
+    from agz_jax.play.engine import make_state, winning_line
 
     board = np.zeros(rules.num_actions, np.int8)
     for i, move in enumerate(opening):
@@ -72,8 +72,10 @@ def run_match(model_name: str, *, games: int, sims: int | None, ms: float | None
               max_sims: int, openings_name: str, seed: int, chunk: int = 16) -> dict:
     import jax
 
-    from agz_jax import arena, engine, models
-    from agz_jax import openings as opening_sets
+    from agz_jax.game import openings as opening_sets
+    from agz_jax.match import arena
+    from agz_jax.nets import models
+    from agz_jax.play import engine
 
     model = models.load(model_name)
     rules = model.rules
@@ -193,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", action="store_true",
                    help="play nothing: write the report beside the ledger and stop")
     args = p.parse_args(argv)
-    from agz_jax import cli
+    from agz_jax.training import cli
 
     if args.ledger.is_dir() or cli.file_in_the_way(args.ledger.parent) is not None:
         return fail(f"--ledger {args.ledger} is not a file path; give a .jsonl file")
@@ -218,8 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.max_sims < 1:
         return fail(f"--max-sims must be a positive integer, got {args.max_sims}")
 
-    from agz_jax import cache, models
-    from agz_jax import openings as opening_sets
+    from agz_jax.base import cache
+    from agz_jax.game import openings as opening_sets
+    from agz_jax.nets import models
 
     cache.enable_compilation_cache()
     try:

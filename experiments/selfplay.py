@@ -1,5 +1,5 @@
 r"""The main job: self-play reinforcement learning (AlphaGomoku IV.D), the command
-line of ``agz_jax.training.train`` (which sweeps and other studies call directly).
+line of ``agz_jax.training.driver.train`` (which sweeps and other studies call directly).
 
     python -m experiments.selfplay --preset smoke --out runs/smoke
     python -m experiments.selfplay --preset cpu --out runs/cpu --search.num-simulations 64
@@ -40,7 +40,7 @@ Each iteration's metrics line holds its phases' times and ``time/iteration_s``
 written after the previous line), all of them wall time less any time the job
 was stopped (kill -STOP, Ctrl-Z), which ``time/stopped_s`` holds; the summary at
 the end gives self-play's share of the iterations' wall time, checkpoints
-included (``agz_jax.run.ITERATION_S``).
+included (``agz_jax.training.run.ITERATION_S``).
 """
 
 from __future__ import annotations
@@ -50,8 +50,9 @@ import json
 import sys
 from pathlib import Path
 
-from agz_jax import cli, presets
-from agz_jax.config import Config, ConfigError
+from agz_jax.config import presets
+from agz_jax.config.schema import Config, ConfigError
+from agz_jax.training import cli
 
 
 def _own_flags(parser: argparse.ArgumentParser) -> None:
@@ -94,7 +95,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
     if args.init_from is not None:
         if args.resume:
             raise ConfigError("--init-from starts a new run; it cannot go with --resume")
-        from agz_jax import models
+        from agz_jax.nets import models
 
         try:
             args.init_model = models.load(args.init_from)
@@ -105,7 +106,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
             theirs = theirs.replace(**{"game.rule": config.game.rule})
         config.check_nets_fit(theirs, f"--init-from {args.init_from}",
                               model=str(args.init_from))
-    from agz_jax import parallel
+    from agz_jax.training import parallel
 
     args.hosts = parallel.hosts_from(args.coordinator, args.num_processes, args.process_id)
     return args, config
@@ -116,7 +117,7 @@ def check_run_dir(out: Path, resume: bool) -> None:
     of this command: a model or a curriculum, whose ``config.json`` a new run would
     overwrite, or another ``config.json`` or ``metrics.jsonl``. A run killed before
     its first checkpoint (its ``config.json``, no checkpoint) may start again."""
-    from agz_jax import checkpoint, models
+    from agz_jax.nets import checkpoint, models
 
     new = "give a new directory for the run"
     # A curriculum killed in its first stage has no curriculum.json yet.
@@ -152,7 +153,7 @@ def check_run_dir(out: Path, resume: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from agz_jax.checkpoint import CheckpointError
+    from agz_jax.nets.checkpoint import CheckpointError
 
     try:
         args, config = parse(argv)
@@ -169,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         # Ctrl-C or SIGTERM: the saver has committed any pending write (a signal
         # during a write waited for it), and every checkpointed iteration is
         # logged; only the iteration in progress is lost.
-        from agz_jax import checkpoint
+        from agz_jax.nets import checkpoint
 
         step = checkpoint.latest_step(args.out)
         if step is None:
@@ -184,11 +185,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_job(args: argparse.Namespace, config: Config,
             interrupts: cli.Interrupts | None = None) -> int:
-    """The main job after its command line parsed (``agz_jax.training.train``): the
+    """The main job after its command line parsed (``agz_jax.training.driver.train``): the
     exit status. ``interrupts``: a Ctrl-C or SIGTERM it recorded but that was
     swallowed on the way, or that came while a checkpoint was written, stops the
     loop at the next iteration's start."""
-    from agz_jax import training
+    from agz_jax.training import driver as training
 
     init = (None if args.init_from is None
             else training.Init(str(args.init_from), args.init_model.variables))

@@ -7,7 +7,7 @@
 
 A ``--set`` with several values is an axis of the grid; with one value it is a
 fixed override of every run (``--set eval.every=3``). Each run is the main job
-itself (``agz_jax.training.train``, in this process, one after the other) in
+itself (``agz_jax.training.driver.train``, in this process, one after the other) in
 ``OUT/runs/<setting>/seed_<n>``, so it gives bit for bit what running it alone
 gives; runs of one setting share compiled executables through the persistent
 compilation cache (compiled once, not once per seed). Every finished run leaves
@@ -17,12 +17,12 @@ from its checkpoint. At the end: ``summary.csv``, ``summary.md`` (mean ± std
 and 95% interval across seeds per setting), ``curves.png`` and ``final.png``.
 
 ``--vmap-seeds`` (off by default) runs the unfinished seeds of each setting
-together, vmapped in one compile (``agz_jax.seeds``; ConfigError before
+together, vmapped in one compile (``agz_jax.studies.seeds``; ConfigError before
 anything runs if a setting does not allow it: one device, one process, the
 stacked run states within ``--vmap-max-gb``). Each seed's run directory is
 written as the main job writes it (``config.json``, a checkpoint per
 iteration, ``metrics.jsonl``, TensorBoard events, then ``record.json``), so
-``agz_jax.models.load``, ``experiments.selfplay --resume`` and this summary
+``agz_jax.nets.models.load``, ``experiments.selfplay --resume`` and this summary
 read it unchanged. A killed group resumes from the last iteration all its
 seeds checkpointed. Vmapped runs are deterministic but not bit-identical to
 solo runs (the last bits of the nets differ; docs/performance.md); on 2 CPU
@@ -38,14 +38,15 @@ import shlex
 import sys
 from pathlib import Path
 
-from agz_jax import cli, clock
-from agz_jax.config import ConfigError
-from agz_jax.presets import PRESETS, get_preset
-from agz_jax.sweep import Tee
+from agz_jax.base import clock
+from agz_jax.config.presets import PRESETS, get_preset
+from agz_jax.config.schema import ConfigError
+from agz_jax.studies.sweep import Tee
+from agz_jax.training import cli
 
 
 def parse(argv: list[str]):
-    from agz_jax import sweep
+    from agz_jax.studies import sweep
 
     p = argparse.ArgumentParser(prog="python -m experiments.sweep", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -91,7 +92,7 @@ def check_out(out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    from agz_jax import sweep
+    from agz_jax.studies import sweep
 
     try:
         args, base, runs = parse(argv)
@@ -121,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def sweep_runs(args, base, runs, plans, command: str) -> int:
     """The runs of the sweep (KeyboardInterrupt on Ctrl-C), then its report."""
-    from agz_jax import sweep, training
+    from agz_jax.studies import sweep
+    from agz_jax.training import driver as training
 
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "sweep.json").write_text(json.dumps({
@@ -177,7 +179,7 @@ def shown(final: dict, strength: str) -> str:
 
 def report(runs, records: dict, args) -> int:
     """The summary table and the plots of the finished runs."""
-    from agz_jax import sweep
+    from agz_jax.studies import sweep
 
     sweep.summarise(runs, records, args.out)
     written = sweep.plot(runs, args.out, strength=args.strength)
@@ -201,9 +203,11 @@ def groups(plans) -> list[list[tuple]]:
 
 def check_vmappable(plans, out: Path, max_gb: float) -> None:
     """ConfigError, before anything runs, if a setting's unfinished seeds cannot
-    be vmapped together (``agz_jax.seeds.check``) or their directories hold
+    be vmapped together (``agz_jax.studies.seeds.check``) or their directories hold
     runs of another config."""
-    from agz_jax import checkpoint, run, seeds
+    from agz_jax.nets import checkpoint
+    from agz_jax.studies import seeds
+    from agz_jax.training import run
 
     for group in groups(plans):
         todo = [r for r, done in group if done is None]
@@ -223,7 +227,7 @@ def resume_step(run_dirs: list[Path]) -> int | None:
     checkpointed past iteration 0, else the last iteration every seed has a
     checkpoint of (a group killed while saving leaves its seeds one apart).
     ConfigError if the seeds' checkpoints do not fit one group."""
-    from agz_jax import checkpoint
+    from agz_jax.nets import checkpoint
 
     steps = {d: checkpoint.latest_step(d) for d in run_dirs}
     known = [s for s in steps.values() if s is not None]
@@ -238,8 +242,11 @@ def resume_step(run_dirs: list[Path]) -> int | None:
 
 def run_vmapped(plans, args) -> dict[Path, dict]:
     """Every setting's unfinished seeds as one vmapped group; the records of all runs."""
-    from agz_jax import checkpoint, run, seeds, sweep, training
-    from agz_jax.cache import enable_compilation_cache
+    from agz_jax.base.cache import enable_compilation_cache
+    from agz_jax.nets import checkpoint
+    from agz_jax.studies import seeds, sweep
+    from agz_jax.training import driver as training
+    from agz_jax.training import run
 
     enable_compilation_cache()
     records = {}

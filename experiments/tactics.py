@@ -5,7 +5,7 @@
     python -m experiments.tactics games/ --player mentor:3 --json
 
 For every move of the player (after ``--skip`` opening plies, which the arena
-plays at random), the mentor's tactic tiers (``agz_jax.mentor.urgent_moves``)
+plays at random), the mentor's tactic tiers (``agz_jax.game.mentor.urgent_moves``)
 name the most urgent tactic on the board: complete a five, block a four, make
 an open four, make a double four or four-three, stop an open three. A move
 *misses* it when it is not one of the points that carry it out. (Stopping an
@@ -63,8 +63,8 @@ def count(directory: Path, player: str | None, skip: int) -> dict:
     import jax.numpy as jnp
     import numpy as np
 
-    from agz_jax import mentor, records
-    from agz_jax.gomoku import Rules, stone
+    from agz_jax.game import mentor, records
+    from agz_jax.game.gomoku import Rules, stone
 
     files = sorted(directory.glob("*.psq"))
     if not files:
@@ -179,7 +179,7 @@ def text(report: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    from agz_jax.records import RecordError
+    from agz_jax.game.records import RecordError
 
     try:
         report = count(args.games, args.player, args.skip)

@@ -1,4 +1,4 @@
-"""Read an outside ledger's games with the VCF reader (``agz_jax.vcf``): where a
+"""Read an outside ledger's games with the VCF reader (``agz_jax.game.vcf``): where a
 candidate faced a win by continuous fours, whether it stopped it, and how long
 the reading takes.
 
@@ -33,7 +33,7 @@ import numpy as np
 
 def marks(moves: list[int], candidate_black: bool, size: int, rule: str,
           times: list[float]) -> list[str]:
-    from agz_jax import vcf
+    from agz_jax.game import vcf
 
     me = 1 if candidate_black else -1
     board = np.zeros(size * size, np.int8)

@@ -1,6 +1,6 @@
 """A plain-Python gomoku referee: slow, obviously correct, no JAX, no numpy.
 
-It is the oracle the JAX rules (``agz_jax.gomoku``) are tested against, so it is
+It is the oracle the JAX rules (``agz_jax.game.gomoku``) are tested against, so it is
 written the dumbest way that is still fast enough for thousands of games:
 
 * the board is a list of lists, ``board[row][col]`` in {0 empty, +1 black, -1 white};
@@ -11,7 +11,7 @@ written the dumbest way that is still fast enough for thousands of games:
 * the game is a draw when the board is full without a win; a finished game
   ignores further moves.
 
-The observable fields mirror ``agz_jax.gomoku.State`` so the two can be compared
+The observable fields mirror ``agz_jax.game.gomoku.State`` so the two can be compared
 field by field (colours are 0 black / 1 white, actions are ``row * size + col``).
 """
 
@@ -170,7 +170,7 @@ class Game:
         return [[[x[a], y[a], last[a]] for a in range(r * n, r * n + n)] for r in range(n)]
 
     def fields(self):
-        """The scalar fields, in the order of ``agz_jax.gomoku.State`` (board aside)."""
+        """The scalar fields, in the order of ``agz_jax.game.gomoku.State`` (board aside)."""
         return {
             "to_play": self.to_play,
             "last_action": self.last_action,

@@ -1,4 +1,4 @@
-"""The mentor's evaluation and search in plain Python: the oracle for ``agz_jax.mentor``.
+"""The mentor's evaluation and search in plain Python: the oracle for ``agz_jax.game.mentor``.
 
 Written the direct way: the line through a point is walked on the board (no
 neighbour table, no lookup table), a line's class is found by trying the empty
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import functools
 
-from agz_jax import mentor as _mentor  # for the window weights, read at call time
-from agz_jax.mentor import (
+from agz_jax.game import mentor as _mentor  # for the window weights, read at call time
+from agz_jax.game.mentor import (
     CLASS_WEIGHTS,
     COMBO_THREES,
     COMBO_WIN,
@@ -112,7 +112,7 @@ def _win_combo(cls):
 
 def features(board, size, to_play):
     """Per point: dicts of tier, value, att_me, att_opp, five_me, five_opp,
-    open_four_me, candidate (see agz_jax.mentor.features)."""
+    open_four_me, candidate (see agz_jax.game.mentor.features)."""
     me = 1 if to_play == 0 else -1
     n = size * size
     f = {k: [0] * n for k in ("tier", "value", "att_me", "att_opp")}

@@ -13,8 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agz_jax import ablation, ablation_report, rating, sweep
-from agz_jax.config import ConfigError
+from agz_jax.base import rating
+from agz_jax.config.schema import ConfigError
+from agz_jax.studies import ablation, ablation_report, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,7 +115,7 @@ def test_committed_state_is_of_the_committed_sweep_and_intact():
     git tracks its runs/ (the repository ignores runs/ elsewhere)."""
     import subprocess
 
-    from agz_jax import ablation_store as store
+    from agz_jax.studies import ablation_store as store
 
     state = ROOT / "experiments" / "ablation_state"
     manifest = store.check_state(ablation.load(ROOT / "experiments" / "ablation.toml"), state)
@@ -302,9 +303,10 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
     """The sweep is interrupted in its last run, saved into a state, its
     directory deleted, restored from the state and continued; the same sweep
     continued in place (which kept everything) is the reference."""
-    from agz_jax import ablation_store as store
-    from agz_jax import ablation_train as train
-    from agz_jax import ledger, models
+    from agz_jax.nets import models
+    from agz_jax.studies import ablation_store as store
+    from agz_jax.studies import ablation_train as train
+    from agz_jax.studies import ledger
     from experiments import ablation as cli
 
     config, out, docs = tmp_path / "tiny.toml", tmp_path / "sweep", tmp_path / "docs"

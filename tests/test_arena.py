@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import arena
-from agz_jax.gomoku import Rules
+from agz_jax.game.gomoku import Rules
+from agz_jax.match import arena
 
 SIZE = 7
 

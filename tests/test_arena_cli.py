@@ -10,9 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agz_jax import checkpoint, players, records, run
-from agz_jax.config import ConfigError
-from agz_jax.presets import get_preset
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import ConfigError
+from agz_jax.game import records
+from agz_jax.nets import checkpoint
+from agz_jax.play import players
+from agz_jax.training import run
 from experiments import arena as cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -150,7 +153,7 @@ def test_mentor_players(capsys):
 
 
 def test_progress_line_counts_the_games_over():
-    from agz_jax.arena import MatchResult
+    from agz_jax.match.arena import MatchResult
 
     a_black = np.arange(6) < 3
     winner = np.array([0, 1, -1, 1, 0, -1])  # A wins 0 and 3, loses 1 and 4
@@ -206,8 +209,8 @@ def test_opening_set_and_plain_search(ckpt, capsys, tmp_path):
 def test_search_algorithm_option(ckpt, monkeypatch, suffix, plain, algorithm):
     """``mcts:MODEL:SIMS:puct`` / ``:gumbel`` search the model's nets with that
     algorithm, its other search settings (and ``:plain``'s) as they were."""
-    from agz_jax import search
-    from agz_jax.gomoku import Rules
+    from agz_jax.game.gomoku import Rules
+    from agz_jax.search import searcher as search
 
     spec = players.parse_spec(f"mcts:{ckpt}:8{suffix}", "--a")
     assert (spec.plain, spec.algorithm, spec.sims, spec.run_dir) == (plain, algorithm, 8, ckpt)

@@ -24,9 +24,9 @@ import reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agz_jax.config import ConfigError
+from agz_jax.config.schema import ConfigError
 from agz_jax.curriculum import basic_rules as br
-from agz_jax.gomoku import Rules
+from agz_jax.game.gomoku import Rules
 
 DIRS = ((0, 1), (1, 0), (1, 1), (1, -1))
 

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 import reference
 
-from agz_jax import renju
 from agz_jax.curriculum import basic_rules as br
-from agz_jax.gomoku import Rules
+from agz_jax.game import renju
+from agz_jax.game.gomoku import Rules
 
 SIZE = 15
 N = 240

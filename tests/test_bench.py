@@ -1,6 +1,6 @@
 """The benchmark's report, and the NumPy baseline it compares against.
 
-The baseline (``agz_jax.baseline``) must be the same search as ``agz_jax.search``,
+The baseline (``agz_jax.search.baseline``) must be the same search as ``agz_jax.search.searcher``,
 not merely a slow one: it finds a one-move win, plays legal moves, and its root
 visit counts equal mctx's exactly on random positions (ties broken away by
 random policy biases, since mctx breaks exact ties with noise and the baseline
@@ -21,11 +21,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import baseline
-from agz_jax.config import SearchConfig
-from agz_jax.gomoku import Rules, State, played_at_from_last
-from agz_jax.networks import Networks, PolicyValueNet
-from agz_jax.search import Searcher
+from agz_jax.config.schema import SearchConfig
+from agz_jax.game.gomoku import Rules, State, played_at_from_last
+from agz_jax.nets.networks import Networks, PolicyValueNet
+from agz_jax.search import baseline
+from agz_jax.search.searcher import Searcher
 from experiments import bench
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,11 +20,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from agz_jax import brain_commands
-from agz_jax.brain import serve
-from agz_jax.brain_commands import Brain, move_budget_ms
-from agz_jax.brain_text import MAX_LINE, read_line
-from agz_jax.gomoku import Rules
+from agz_jax.game.gomoku import Rules
+from agz_jax.play import brain_commands
+from agz_jax.play.brain import serve
+from agz_jax.play.brain_commands import Brain, move_budget_ms
+from agz_jax.play.brain_text import MAX_LINE, read_line
 
 SIZE = 15
 A = SIZE * SIZE

@@ -9,7 +9,7 @@ import pytest
 from test_brain import SIZE, Brain, board_cmd, parse_move
 from tiny_models import compile_lock, random_model, xla_cache_dir
 
-from agz_jax import renju
+from agz_jax.game import renju
 
 
 @pytest.fixture(scope="module")

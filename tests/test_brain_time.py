@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 from tiny_models import random_model
 
-from agz_jax import engine, models
-from agz_jax.brain import play_settings
-from agz_jax.brain_commands import Brain
+from agz_jax.nets import models
+from agz_jax.play import engine
+from agz_jax.play.brain import play_settings
+from agz_jax.play.brain_commands import Brain
 
 SIZE = 9
 CHUNK = 8
@@ -172,7 +173,7 @@ def test_brain_thinks_for_its_budget_and_counts_without_one(engines):
 
 
 def test_fpu_out_of_range_is_a_usage_error(capsys):
-    from agz_jax import brain
+    from agz_jax.play import brain
 
     with pytest.raises(SystemExit) as e:
         brain.main(["--fpu", "5"])

@@ -10,8 +10,9 @@ import shutil
 import numpy as np
 import pytest
 
-from agz_jax import checkpoint, models, run
-from agz_jax.presets import get_preset
+from agz_jax.config.presets import get_preset
+from agz_jax.nets import checkpoint, models
+from agz_jax.training import run
 from experiments import campaign
 
 
@@ -165,7 +166,7 @@ def test_the_nets_are_dated_by_the_iteration_that_made_them():
 def test_polish_trains_the_candidate_on_its_checkpoints_replay(tmp_path, capsys):
     import jax
 
-    from agz_jax.train import sgd
+    from agz_jax.training.train import sgd
 
     run_dir, out = tmp_path / "run", tmp_path / "polished"
     # Games that end within the iteration, so the replay holds examples and the

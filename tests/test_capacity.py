@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import replay
+from agz_jax.training import replay
 from experiments import capacity
 from tests.test_campaign import tiny_run
 
@@ -84,8 +84,8 @@ def test_a_directory_that_is_not_a_run_is_refused(tmp_path, capsys):
 def test_the_runs_best_nets_are_measured_on_the_same_examples(run, capsys):
     import jax
 
-    from agz_jax import checkpoint
-    from agz_jax import run as run_lib
+    from agz_jax.nets import checkpoint
+    from agz_jax.training import run as run_lib
 
     run_dir, state = run
     assert capacity.main([str(run_dir), "--nets", "4x1", "--steps", "1", "--eval-every", "1",

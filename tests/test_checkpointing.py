@@ -16,7 +16,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import checkpoint, cli, run, training
+from agz_jax.nets import checkpoint
+from agz_jax.training import cli, run
+from agz_jax.training import driver as training
 from experiments import selfplay as selfplay_cli
 from tests.test_main import ROOT, SMALL, main_job, read_metrics
 
@@ -39,7 +41,7 @@ def test_wall_seconds_and_selfplay_share_count_the_checkpoints():
 
 
 def test_only_the_gpu_preset_writes_asynchronously():
-    from agz_jax.presets import PRESETS
+    from agz_jax.config.presets import PRESETS
 
     assert {name for name, c in PRESETS.items() if c.checkpoint.asynchronous} == {"gpu"}
 

@@ -1,4 +1,4 @@
-"""agz_jax.clock: the main job's times leave out the time it was stopped.
+"""agz_jax.base.clock: the main job's times leave out the time it was stopped.
 
 The accounting is checked on fake clocks, the main job's loop with a fake
 iteration in which the job is stopped for an hour, and the real thing once: a
@@ -20,9 +20,12 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from agz_jax import arena, checkpoint, clock, run
-from agz_jax import training as job
-from agz_jax.presets import get_preset
+from agz_jax.base import clock
+from agz_jax.config.presets import get_preset
+from agz_jax.match import arena
+from agz_jax.nets import checkpoint
+from agz_jax.training import driver as job
+from agz_jax.training import run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -142,7 +145,7 @@ def test_the_main_jobs_lines_leave_out_a_stop_and_log_it_apart(tmp_path, monkeyp
 
 STOPPED_CHILD = """
 import sys, time
-from agz_jax import clock
+from agz_jax.base import clock
 t0, s0 = clock.running(), clock.stopped()
 print("ready", flush=True)
 time.sleep(float(sys.argv[1]))

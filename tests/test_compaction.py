@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agz_jax import compaction
-from agz_jax.gomoku import Rules, stone
-from agz_jax.tactics import four_three_answers, four_three_points, threat_answers
+from agz_jax.base import compaction
+from agz_jax.game.gomoku import Rules, stone
+from agz_jax.game.tactics import four_three_answers, four_three_points, threat_answers
 
 TABLE = np.arange(7, dtype=np.int32) * 3
 """A constant the function reads, as the tactics read their tables."""

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from agz_jax.config import Config, ConfigError, SearchConfig
-from agz_jax.presets import get_preset
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import Config, ConfigError, SearchConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

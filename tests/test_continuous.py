@@ -15,8 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agz_jax import checkpoint, openings, replay, run
-from agz_jax.config import (
+from agz_jax.config.schema import (
     Config,
     GameConfig,
     NetConfig,
@@ -24,8 +23,11 @@ from agz_jax.config import (
     SearchConfig,
     SelfPlayConfig,
 )
-from agz_jax.gomoku import Rules
-from agz_jax.selfplay import NO_GAME, make_continuous, make_selfplay, to_examples
+from agz_jax.game import openings
+from agz_jax.game.gomoku import Rules
+from agz_jax.nets import checkpoint
+from agz_jax.training import replay, run
+from agz_jax.training.selfplay import NO_GAME, make_continuous, make_selfplay, to_examples
 
 SIZE = 5
 T = SIZE * SIZE
@@ -204,7 +206,7 @@ def test_killed_continuous_run_resumes_equal_to_unbroken(tmp_path):
 
 
 def test_opening_config_errors_name_the_field(tmp_path):
-    from agz_jax.config import ConfigError
+    from agz_jax.config.schema import ConfigError
 
     with pytest.raises(ConfigError, match="openings.path.*is not a file"):
         Config(openings=OpeningsConfig(path=str(tmp_path / "missing.txt")))
@@ -270,7 +272,7 @@ def test_translated_openings_are_every_fitting_move_of_each(size, shift, data):
 
 
 def test_matches_and_lockstep_selfplay_start_from_the_openings(tmp_path):
-    from agz_jax import arena
+    from agz_jax.match import arena
 
     rules = Rules(SIZE)
     moves = np.array([[12, 13], [0, 24], [6, 18]], np.int32)

@@ -10,11 +10,12 @@ import jax
 import numpy as np
 import pytest
 
-from agz_jax import models, supervised
-from agz_jax.config import ConfigError
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import ConfigError
 from agz_jax.curriculum import imitation, stages
-from agz_jax.gomoku import Rules
-from agz_jax.presets import get_preset
+from agz_jax.game.gomoku import Rules
+from agz_jax.nets import models
+from agz_jax.training import supervised
 from experiments import curriculum as cli
 from experiments import selfplay as selfplay_cli
 
@@ -219,7 +220,8 @@ def test_selfplay_init_from_starts_with_those_nets(tmp_path):
             str(src), "--iterations", "1", "--quiet", "--eval.every", "0",
             "--gating.no-enabled"]
     assert selfplay_cli.main(argv) == 0
-    from agz_jax import checkpoint, run
+    from agz_jax.nets import checkpoint
+    from agz_jax.training import run
 
     comps = dataclasses.replace(run.build(checkpoint.read_config(out)), sharder=None)
     like = jax.eval_shape(lambda: run.init_state(comps))

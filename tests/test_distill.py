@@ -10,9 +10,10 @@ import jax
 import numpy as np
 import pytest
 
-from agz_jax import checkpoint, distill, models
-from agz_jax.networks import make_networks
-from agz_jax.presets import get_preset
+from agz_jax.config.presets import get_preset
+from agz_jax.nets import checkpoint, models
+from agz_jax.nets.networks import make_networks
+from agz_jax.training import distill
 from experiments import distill as distill_cli
 from experiments import selfplay as selfplay_cli
 from tests.tiny_models import random_model

@@ -280,7 +280,7 @@ def commands(text: str, scripts: dict[str, str]) -> list[Command]:
 
 def flags(args: Iterable[str]) -> list[str]:
     """The long flags among a command's arguments, as a parser spells them (a
-    dotted flag's underscores as hyphens, as agz_jax.cli reads them)."""
+    dotted flag's underscores as hyphens, as agz_jax.training.cli reads them)."""
     out = []
     for arg in args:
         if arg == "--":
@@ -503,7 +503,7 @@ def test_readme_shows_commands():
     kinds = {c.kind for c in found}
     modules = {c.name for c in found if c.kind == "module"}
     assert kinds == {"module", "script", "make"}, kinds
-    assert {"experiments.selfplay", "experiments.outside", "agz_jax.brain"} <= modules, modules
+    assert {"experiments.selfplay", "experiments.outside", "agz_jax.play.brain"} <= modules, modules
     assert any("--turn-ms" in c.args for c in found)  # and their flags
 
 
@@ -530,7 +530,7 @@ def fake_help(target: str, sub: str | None) -> set[str]:
     return {("experiments.selfplay", None): {"--preset", "--out", "--iterations",
                                              "--search.num-simulations"},
             ("experiments.campaign", "status"): {"--model"},
-            ("agz_jax.brain:main", None): {"--model", "--sims"}}[(target, sub)]
+            ("agz_jax.play.brain:main", None): {"--model", "--sims"}}[(target, sub)]
 
 
 def test_checkers_catch_drift():
@@ -545,7 +545,7 @@ def test_checkers_catch_drift():
                              "--preset cpu $(ARGS)\ntest: install\n\tpytest\n")
     assert makefile.targets == {"selfplay", "test"}
     problems = check_commands(FAKE_README, "FAKE.md", fake_help, makefile,
-                              {"pbrain-agz": "agz_jax.brain:main"})
+                              {"pbrain-agz": "agz_jax.play.brain:main"})
     assert problems == [
         "FAKE.md:7: `python -m experiments.selfplay --preset cpu --search.num-simulations 32 "
         "--no-such-flag 3`: python -m experiments.selfplay has no flag --no-such-flag",
@@ -567,10 +567,10 @@ def test_markdown_pieces():
     assert slug("`models/curriculum` against the mentors (the paper's Fig. 4)") == (
         "modelscurriculum-against-the-mentors-the-papers-fig-4")
     assert anchors("# A\n## A\n```\n# not a heading\n```\n") == {"a", "a-1"}
-    text = "x `python -m\nagz_jax.brain --sims 4` y\n\n```\nmake a \\\n  b  # c\n```\n"
+    text = "x `python -m\nagz_jax.play.brain --sims 4` y\n\n```\nmake a \\\n  b  # c\n```\n"
     found = commands(text, {})
     assert [(c.line, c.kind, c.name, c.args, c.targets) for c in found] == [
-        (5, "make", "a", [], ["a", "b"]), (1, "module", "agz_jax.brain", ["--sims", "4"], [])]
+        (5, "make", "a", [], ["a", "b"]), (1, "module", "agz_jax.play.brain", ["--sims", "4"], [])]
     indented = "para\n\n    python -m a.b --c \\\n        --d\n\n    | x |\n- item\n\n    text\n"
     assert [(c.line, c.name, c.args) for c in commands(indented, {})] == [
         (3, "a.b", ["--c", "--d"])]

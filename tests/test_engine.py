@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from tiny_models import random_model
 
-from agz_jax import engine, models
+from agz_jax.nets import models
+from agz_jax.play import engine
 
 SIZE = 9
 CAPACITY = 64
@@ -349,7 +350,7 @@ def test_keep_deepens_the_tree_of_an_unchanged_position(eng):
 def test_first_play_urgency_values_unvisited_children_below_their_node(tmp_path):
     """qtransform 'parent': visited children keep their Q; unvisited ones get the
     node's own value less the reduction; the engine searches with it and says so."""
-    from agz_jax import search
+    from agz_jax.search import searcher as search
 
     model = models.load(random_model(tmp_path / "m", SIZE, seed=3, double=False))
     e = engine.Engine(model, max_simulations=CAPACITY, chunk=CHUNK, algorithm="puct", fpu=0.3)

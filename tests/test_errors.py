@@ -14,12 +14,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import checkpoint, cli, models, run
-from agz_jax.config import _SECTIONS, Config, ConfigError
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import _SECTIONS, Config, ConfigError
 from agz_jax.curriculum import command as curriculum_cli
 from agz_jax.curriculum.basic_rules import BasicRulesConfig
-from agz_jax.movepred import MovePredConfig
-from agz_jax.presets import get_preset
+from agz_jax.nets import checkpoint, models
+from agz_jax.studies.movepred import MovePredConfig
+from agz_jax.training import cli, run
 from experiments import selfplay as selfplay_cli
 
 

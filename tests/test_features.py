@@ -1,4 +1,4 @@
-"""Input features (``agz_jax.features``), their config, and the whole pipeline
+"""Input features (``agz_jax.nets.features``), their config, and the whole pipeline
 with every Maddison option on (features and network options)."""
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import checkpoint, features, models, run, symmetry
-from agz_jax.config import Config, ConfigError, FeaturesConfig, NetConfig
-from agz_jax.engine import make_state
-from agz_jax.gomoku import BLACK, WHITE, Rules
-from agz_jax.presets import get_preset
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import Config, ConfigError, FeaturesConfig, NetConfig
+from agz_jax.game import symmetry
+from agz_jax.game.gomoku import BLACK, WHITE, Rules
+from agz_jax.nets import checkpoint, features, models
+from agz_jax.play.engine import make_state
+from agz_jax.training import run
 
 SIZE = 5
 RULES = Rules(SIZE)

@@ -11,7 +11,7 @@ import pytest
 import reference
 from tiny_models import random_model
 
-from agz_jax import models
+from agz_jax.nets import models
 from experiments import fives
 
 

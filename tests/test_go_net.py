@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import symmetry
+from agz_jax.game import symmetry
 from agz_jax.go import net as net_lib
 
 

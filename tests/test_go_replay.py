@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import symmetry
+from agz_jax.game import symmetry
 from agz_jax.go import replay as RP
 from agz_jax.go import sgf
 from agz_jax.go.dataset import planes_of

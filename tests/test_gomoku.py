@@ -22,7 +22,7 @@ import reference as ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agz_jax.gomoku import BLACK, WHITE, Rules, State, to_text
+from agz_jax.game.gomoku import BLACK, WHITE, Rules, State, to_text
 
 SIZES = (5, 6, 7, 9, 15, 19)
 RULES = ("freestyle", "standard")

@@ -9,10 +9,13 @@ import math
 import numpy as np
 import pytest
 
-from agz_jax import ladder, ladder_report, models, players, rating
-from agz_jax import ledger as ladder_ledger
-from agz_jax.config import ConfigError
-from agz_jax.rating import ELO_PER_NAT, Match
+from agz_jax.base import rating
+from agz_jax.base.rating import ELO_PER_NAT, Match
+from agz_jax.config.schema import ConfigError
+from agz_jax.nets import models
+from agz_jax.play import players
+from agz_jax.studies import ladder, ladder_report
+from agz_jax.studies import ledger as ladder_ledger
 from experiments import ladder as ladder_cli
 
 Z = 1.959963984540054
@@ -207,7 +210,7 @@ def test_a_run_directory_is_named_by_its_checkpoint(tmp_path, monkeypatch):
         assert ladder_ledger.shown(tmp_path.parent) == str(tmp_path.parent)
     spec = players.load_spec(players.parse_spec(f"policy:{run_dir}", "--candidate"),
                              "--candidate")
-    from agz_jax.gomoku import Rules
+    from agz_jax.game.gomoku import Rules
 
     found, names = ladder.load_players([("--candidate", spec)], Rules(5, "freestyle"))
     assert names == [f"policy:{run_dir}@it0"]
@@ -341,7 +344,7 @@ def test_a_campaign_model_is_named_by_its_games(tmp_path):
     """models/campaign is rewritten as the campaign goes on: SPEC@gN, N its games."""
     from test_arena_cli import tiny_run
 
-    from agz_jax.gomoku import Rules
+    from agz_jax.game.gomoku import Rules
 
     model_dir = tmp_path / "campaign"
     model = models.load(tiny_run(tmp_path / "run"))

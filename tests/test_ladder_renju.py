@@ -16,8 +16,9 @@ import pytest
 from test_ladder import one_line_error
 from tiny_models import random_model
 
-from agz_jax import ledger as ladder_ledger
-from agz_jax import players, renju
+from agz_jax.game import renju
+from agz_jax.play import players
+from agz_jax.studies import ledger as ladder_ledger
 from experiments import ladder as ladder_cli
 
 SIZE = 9

@@ -1,10 +1,11 @@
-"""The library's layers: every module of ``agz_jax`` belongs to one layer, and
-imports only from layers below it or from its own (``docs/design.md`` draws
-them). Imports inside functions count: a lazy import is still an arrow.
+"""The library's layers: every module of ``agz_jax`` lives in one layer's
+package (``agz_jax.game.gomoku`` is in the game layer) and imports only from
+layers below it or from its own (``docs/design.md`` draws them). Imports inside
+functions count: a lazy import is still an arrow.
 
 Layers of equal rank are side by side and may not import each other (the
-players do not import the training, nor the reverse). A new module must be
-given a layer here, or this test fails.
+players do not import the training, nor the reverse). A module outside the
+layers' packages, or a new package not given a layer here, fails this test.
 """
 
 import ast
@@ -12,34 +13,37 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-# (rank, layer): modules, by dotted name under agz_jax ("go" covers go.*).
-LAYERS: dict[tuple[int, str], tuple[str, ...]] = {
-    (0, "base"): ("checks", "clock", "cache", "compaction", "rating"),
-    (1, "game"): ("gomoku", "renju", "renju_check", "symmetry", "tactics", "vcf", "openings",
-                  "records", "mentor"),
-    (2, "config"): ("sections", "presets", "config"),
-    (3, "nets"): ("features", "networks", "routing", "checkpoint", "models"),
-    (4, "search"): ("mctx_loop", "search", "baseline"),
-    (5, "match"): ("arena",),
-    (6, "training"): ("replay", "selfplay", "train", "training", "run", "parallel", "supervised",
-                      "distill", "cli"),
-    (6, "play"): ("engine", "brain", "brain_commands", "brain_text", "piskvork",
-                  "piskvork_games", "web", "players"),
-    (7, "curriculum"): ("curriculum",),
-    (7, "go"): ("go",),
-    (8, "studies"): ("ablation", "ablation_report", "ablation_store", "ablation_matches",
-                     "ablation_train", "sweep", "seeds", "movepred", "movepred_data",
-                     "movepred_report", "ledger", "ladder", "ladder_report", "outside"),
+# (rank, layer): the layer's package under agz_jax (a module's layer is its package).
+LAYERS: dict[tuple[int, str], str] = {
+    (0, "base"): "base",
+    (1, "game"): "game",
+    (2, "config"): "config",
+    (3, "nets"): "nets",
+    (4, "search"): "search",
+    (5, "match"): "match",
+    (6, "training"): "training",
+    (6, "play"): "play",
+    (7, "curriculum"): "curriculum",
+    (7, "go"): "go",
+    (8, "studies"): "studies",
 }
 
 
 def layer_of(module: str) -> tuple[int, str] | None:
-    """The layer of ``agz_jax.X.Y``: X.Y's own entry, else X's."""
-    name = module.removeprefix("agz_jax.")
-    for key, names in LAYERS.items():
-        if name in names or name.split(".")[0] in names:
+    """The layer of ``agz_jax.X.Y``: the layer whose package is X."""
+    parts = module.split(".")
+    if parts[0] != "agz_jax" or len(parts) < 2:
+        return None
+    for key, package in LAYERS.items():
+        if parts[1] == package:
             return key
     return None
+
+
+def is_module(name: str) -> bool:
+    """Whether the dotted ``name`` is a module or package under SRC."""
+    path = SRC.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
 
 
 def modules() -> dict[str, Path]:
@@ -53,7 +57,8 @@ def modules() -> dict[str, Path]:
 
 
 def imports(module: str, path: Path) -> set[str]:
-    """The agz_jax modules ``path`` imports (``from agz_jax import x`` names x)."""
+    """The agz_jax modules ``path`` imports (``from agz_jax.p import x`` names
+    agz_jax.p.x when x is a module, else agz_jax.p)."""
     package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
@@ -62,10 +67,11 @@ def imports(module: str, path: Path) -> set[str]:
             if node.level:  # relative: from .x import y
                 base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1]
                                 + ([base] if base else []))
-            if base == "agz_jax" or (node.level and base == package):
-                found.update(f"{base}.{a.name}" for a in node.names)
-            elif base.startswith("agz_jax"):
-                found.add(base)
+            if not (base == "agz_jax" or base.startswith("agz_jax.")):
+                continue
+            for a in node.names:  # from agz_jax.play import engine names agz_jax.play.engine
+                sub = f"{base}.{a.name}"
+                found.add(sub if base == "agz_jax" or is_module(sub) else base)
         elif isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("agz_jax"))
     return {m for m in found if m != "agz_jax.__version__"}
@@ -84,7 +90,10 @@ def test_imports_follow_the_layers():
         mine = layer_of(module)
         for target in sorted(imports(module, path)):
             theirs = layer_of(target)
-            if theirs is None or theirs == mine:
+            if theirs is None:  # agz_jax's public names gather every layer
+                wrong.append(f"{module} ({mine[1]}) imports {target} (agz_jax itself)")
+                continue
+            if theirs == mine:
                 continue
             if theirs[0] >= mine[0]:
                 wrong.append(f"{module} ({mine[1]}) imports {target} ({theirs[1]})")
@@ -92,22 +101,41 @@ def test_imports_follow_the_layers():
 
 
 def test_the_reader_sees_a_wrong_arrow(tmp_path, monkeypatch):
-    """The check itself: a game-layer module importing the engine is caught."""
+    """The check itself: a game-layer module importing the engine is caught, so
+    is a module importing agz_jax's public names and a module outside the
+    layers' packages."""
     fake = tmp_path / "agz_jax"
-    fake.mkdir()
-    (fake / "__init__.py").write_text("")
-    (fake / "gomoku.py").write_text("def f():\n    from agz_jax import engine\n")
-    (fake / "engine.py").write_text("from agz_jax.gomoku import f\n")
+    for package in ("", "game", "play"):
+        (fake / package).mkdir(exist_ok=True)
+        (fake / package / "__init__.py").write_text("")
+    (fake / "game" / "gomoku.py").write_text("def f():\n    from agz_jax.play import engine\n")
+    (fake / "play" / "engine.py").write_text("from agz_jax.game.gomoku import f\n")
     monkeypatch.setattr(__import__(__name__), "SRC", tmp_path)
     mods = modules()
-    assert imports("agz_jax.gomoku", mods["agz_jax.gomoku"]) == {"agz_jax.engine"}
-    assert imports("agz_jax.engine", mods["agz_jax.engine"]) == {"agz_jax.gomoku"}
+    assert imports("agz_jax.game.gomoku", mods["agz_jax.game.gomoku"]) == {"agz_jax.play.engine"}
+    assert imports("agz_jax.play.engine", mods["agz_jax.play.engine"]) == {"agz_jax.game.gomoku"}
     try:
         test_imports_follow_the_layers()
     except AssertionError as e:
-        assert "agz_jax.gomoku (game) imports agz_jax.engine (play)" in str(e)
+        assert "agz_jax.game.gomoku (game) imports agz_jax.play.engine (play)" in str(e)
     else:
         raise AssertionError("the wrong arrow was not caught")
+    (fake / "play" / "engine.py").write_text("from agz_jax import State\n")
+    (fake / "game" / "gomoku.py").write_text("")
+    try:
+        test_imports_follow_the_layers()
+    except AssertionError as e:
+        assert "agz_jax.play.engine (play) imports agz_jax.State (agz_jax itself)" in str(e)
+    else:
+        raise AssertionError("an import of agz_jax's public names was not caught")
+    test_every_module_has_a_layer()
+    (fake / "loose.py").write_text("")
+    try:
+        test_every_module_has_a_layer()
+    except AssertionError as e:
+        assert "agz_jax.loose" in str(e)
+    else:
+        raise AssertionError("the module outside the layers was not caught")
 
 
 EXPERIMENTS = SRC.parent / "experiments"

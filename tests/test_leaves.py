@@ -13,7 +13,9 @@ import pytest
 from test_engine import crowded_board
 from tiny_models import random_model
 
-from agz_jax import engine, models, search
+from agz_jax.nets import models
+from agz_jax.play import engine
+from agz_jax.search import searcher as search
 
 SIZE = 9
 A = SIZE * SIZE

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from agz_jax import checkpoint
-from agz_jax.config import Config, ConfigError
-from agz_jax.presets import get_preset
-from agz_jax.run import deterministic
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import Config, ConfigError
+from agz_jax.nets import checkpoint
+from agz_jax.training.run import deterministic
 
 ROOT = Path(__file__).resolve().parents[1]
 # A smoke run trimmed further: the point here is the loop's bookkeeping.
@@ -147,7 +147,7 @@ def test_smoke_run_then_kill_and_resume_matches_uninterrupted(tmp_path, env):
 def test_iterations_do_not_recompile():
     """Each jitted phase compiles once: a second iteration (new data, new keys,
     gating and evaluation again) must hit the compilation cache."""
-    from agz_jax import run
+    from agz_jax.training import run
 
     cfg = get_preset("smoke").replace(**{
         "game.size": 5, "net.filters": 4, "net.value_hidden": 4, "selfplay.num_games": 2,

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import reference_mentor as ref
 
-from agz_jax import mentor
-from agz_jax.gomoku import Rules
+from agz_jax.game import mentor
+from agz_jax.game.gomoku import Rules
 
 
 def random_position(rules: Rules, rng: np.random.Generator, max_stones: int):

@@ -6,9 +6,10 @@ import jax
 import numpy as np
 import pytest
 
-from agz_jax import arena, models
-from agz_jax.presets import get_preset
-from agz_jax.run import make_networks
+from agz_jax.config.presets import get_preset
+from agz_jax.match import arena
+from agz_jax.nets import models
+from agz_jax.training.run import make_networks
 
 
 def _variables(config, seed=0):

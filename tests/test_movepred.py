@@ -11,11 +11,14 @@ import jax
 import numpy as np
 import pytest
 
-from agz_jax import arena, movepred, movepred_data, records, replay, supervised, symmetry
-from agz_jax.config import ConfigError
-from agz_jax.gomoku import Rules
-from agz_jax.networks import make_networks
-from agz_jax.presets import get_preset
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import ConfigError
+from agz_jax.game import records, symmetry
+from agz_jax.game.gomoku import Rules
+from agz_jax.match import arena
+from agz_jax.nets.networks import make_networks
+from agz_jax.studies import movepred, movepred_data
+from agz_jax.training import replay, supervised
 from experiments import movepred as cli
 
 SIZE = 7

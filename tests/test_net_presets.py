@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from agz_jax import checkpoint, distill, presets
-from agz_jax.config import ConfigError
-from agz_jax.presets import NET_PRESETS, get_preset
+from agz_jax.config import presets
+from agz_jax.config.presets import NET_PRESETS, get_preset
+from agz_jax.config.schema import ConfigError
+from agz_jax.nets import checkpoint
+from agz_jax.training import distill
 from experiments import distill as distill_cli
 from experiments import selfplay as selfplay_cli
 

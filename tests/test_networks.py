@@ -11,11 +11,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import features, networks, symmetry
-from agz_jax.config import FeaturesConfig
-from agz_jax.gomoku import Rules
-from agz_jax.networks import BoardConv, Networks, PolicyValueNet, symmetrise
-from agz_jax.search import make_recurrent_fn
+from agz_jax.config.schema import FeaturesConfig
+from agz_jax.game import symmetry
+from agz_jax.game.gomoku import Rules
+from agz_jax.nets import features, networks
+from agz_jax.nets.networks import BoardConv, Networks, PolicyValueNet, symmetrise
+from agz_jax.search.searcher import make_recurrent_fn
 
 SMALL = PolicyValueNet(board_size=5, filters=4, blocks=1)
 BATCH = 6

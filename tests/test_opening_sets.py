@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import reference
 
-from agz_jax import openings, symmetry
+from agz_jax.game import openings, symmetry
 
 
 def shipped():

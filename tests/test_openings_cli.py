@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from tiny_models import random_model
 
-from agz_jax import checkpoint, openings, symmetry
+from agz_jax.game import openings, symmetry
+from agz_jax.nets import checkpoint
 from experiments import openings as make
 
 

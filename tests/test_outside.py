@@ -1,4 +1,4 @@
-"""The outside yardstick: the Piskvork manager (``agz_jax.piskvork``) against the
+"""The outside yardstick: the Piskvork manager (``agz_jax.play.piskvork``) against the
 stand-in engine ``tests/fake_piskvork.py`` (a full game, each failure as the
 failing engine's loss, Rapfi's dropped commands), and ``experiments.outside``
 (the ledger, resume, the table, the CLI's one-line errors, the ladder's
@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from agz_jax import ledger as ladder_ledger
-from agz_jax import outside, piskvork, piskvork_games
-from agz_jax.piskvork import Piskvork, Settings
-from agz_jax.piskvork_games import play_game
+from agz_jax.play import piskvork, piskvork_games
+from agz_jax.play.piskvork import Piskvork, Settings
+from agz_jax.play.piskvork_games import play_game
+from agz_jax.studies import ledger as ladder_ledger
+from agz_jax.studies import outside
 from experiments import ladder as ladder_cli
 from experiments import outside as outside_cli
 
@@ -44,7 +45,7 @@ def no_cache(monkeypatch):
 def test_a_full_game_ends_on_a_five(referee):
     """Two greedy fakes from an opening: the game ends on a five by the
     project's rules, every move on an empty point, the opening first."""
-    from agz_jax.gomoku import Rules
+    from agz_jax.game.gomoku import Rules
 
     with Piskvork(fake(), "a", FAST) as a, Piskvork(fake(), "b", FAST) as b:
         game = play_game(a, b, OPENING, referee)
@@ -131,7 +132,7 @@ def fake_candidate(name="ours@300ms", mode="normal"):
 def play(tmp_path, lines, nodes=(10, 20), games=2, theirs=None, **kw):
     import numpy as np
 
-    from agz_jax import openings
+    from agz_jax.game import openings
 
     return outside.play([fake_candidate()], theirs or fake(), list(nodes), seed=1, games=games,
                         turn_ms=300, outside_turn_ms=300,
@@ -141,7 +142,7 @@ def play(tmp_path, lines, nodes=(10, 20), games=2, theirs=None, **kw):
 
 
 def test_ledger_keeps_every_game_and_a_rerun_resumes(tmp_path):
-    from agz_jax import openings
+    from agz_jax.game import openings
 
     ledger = tmp_path / "games.jsonl"
     lines: list[dict] = []
@@ -200,7 +201,7 @@ def game_line(a, nodes, a_black, result, of=4, k=0, failed=None):
 
 
 def test_table_rows_and_rung():
-    from agz_jax.arena import wilson
+    from agz_jax.match.arena import wilson
 
     lines = [game_line("c", 300, True, "w"), game_line("c", 300, False, "d", k=1),
              game_line("c", 300, True, "w", k=2), game_line("c", 300, False, "l", k=3),

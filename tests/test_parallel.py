@@ -18,9 +18,10 @@ import jax
 import numpy as np
 import pytest
 
-from agz_jax import parallel, sweep
-from agz_jax.config import ConfigError
-from agz_jax.presets import get_preset
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import ConfigError
+from agz_jax.studies import sweep
+from agz_jax.training import parallel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,8 +38,8 @@ TINY = {
 WORKER = textwrap.dedent("""
     import json, sys
     import jax, numpy as np
-    from agz_jax import run
-    from agz_jax.presets import get_preset
+    from agz_jax.training import run
+    from agz_jax.config.presets import get_preset
 
     overrides, out = json.loads(sys.argv[1]), sys.argv[2]
     assert jax.device_count() == 4, jax.devices()

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agz_jax import arena
-from agz_jax.gomoku import Rules
-from agz_jax.records import Record, RecordError, read_psq, save_match, to_states, write_psq
+from agz_jax.game.gomoku import Rules
+from agz_jax.game.records import Record, RecordError, read_psq, save_match, to_states, write_psq
+from agz_jax.match import arena
 
 
 @st.composite

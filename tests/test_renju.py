@@ -1,4 +1,4 @@
-"""Renju: black's forbidden moves (``agz_jax.renju``) and the renju rule of
+"""Renju: black's forbidden moves (``agz_jax.game.renju``) and the renju rule of
 ``gomoku.Rules``, against textbook cases and an independent referee (the PyPI
 package ``renju``, a port of the Piskvork judge)."""
 
@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import renju, renju_check
-from agz_jax.gomoku import BLACK, WHITE, Rules
+from agz_jax.game import renju, renju_check
+from agz_jax.game.gomoku import BLACK, WHITE, Rules
 
 SIZE = 15
 FORBIDDEN = jax.jit(renju.forbidden, static_argnums=(1, 2, 3))
@@ -245,7 +245,7 @@ def test_random_games_never_play_a_forbidden_point():
 def test_a_threat_on_a_forbidden_point_is_no_threat():
     """Black's only open-four point is a double four: under renju white need
     not answer it, under freestyle it must."""
-    from agz_jax import tactics
+    from agz_jax.game import tactics
     at = lambda r, c: r * SIZE + c  # noqa: E731
     black = [at(7, 4), at(7, 5), at(7, 6), at(4, 7), at(5, 7), at(6, 7)]
     white = [at(7, 2), at(3, 7), at(0, 0)]
@@ -268,7 +268,7 @@ def test_a_threat_on_a_forbidden_point_is_no_threat():
 
 
 def test_the_renju_opening_set_is_the_26_canonical_openings():
-    from agz_jax import openings
+    from agz_jax.game import openings
     shipped = openings.load("renju15", SIZE)
     assert np.array_equal(shipped, openings.renju_canonical(SIZE)) and shipped.shape == (26, 3)
     centre = 7 * SIZE + 7
@@ -280,7 +280,7 @@ def test_the_renju_opening_set_is_the_26_canonical_openings():
 
 
 def test_a_referee_under_renju_gives_black_the_loss_for_a_forbidden_move():
-    from agz_jax.piskvork_games import Referee, rule_bits, rule_name
+    from agz_jax.play.piskvork_games import Referee, rule_bits, rule_name
     board, p = diagram(TEXTBOOK["two open threes crossing: double three"][0])
     referee = Referee(SIZE, "renju")
     assert referee.foul(board, p) == "double three"
@@ -290,7 +290,7 @@ def test_a_referee_under_renju_gives_black_the_loss_for_a_forbidden_move():
 
 
 def test_the_mentor_under_renju_never_plays_a_forbidden_point():
-    from agz_jax.mentor import Mentor
+    from agz_jax.game.mentor import Mentor
     boards = np.stack([b for b in renju_check.boards("line_boards", seed=9, count=40)])
     forbidden = np.asarray(jax.jit(jax.vmap(renju.forbidden))(jnp.asarray(boards)))
     keep = forbidden.any(axis=1)

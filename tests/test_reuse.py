@@ -18,7 +18,7 @@ import mctx
 import numpy as np
 import pytest
 
-from agz_jax import mctx_loop
+from agz_jax.search import mctx_loop
 
 A = 3  # actions
 N = 20  # the searches' capacity (one shape for every test: one compilation)

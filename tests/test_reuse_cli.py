@@ -8,8 +8,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from agz_jax import engine, models
-from agz_jax.gomoku import Rules
+from agz_jax.game.gomoku import Rules
+from agz_jax.nets import models
+from agz_jax.play import engine
 from experiments import reuse
 
 ROW = {"model": "m", "games": 2, "sims": 32, "ms": None, "max_sims": 32, "seed": 1,

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from agz_jax.gomoku import Rules
+from agz_jax.game.gomoku import Rules
 from experiments import brain_timing, reuse
 
 SIZE = 9

@@ -1,4 +1,4 @@
-"""Double Networks routed by colour (``agz_jax.routing``): every position meets
+"""Double Networks routed by colour (``agz_jax.nets.routing``): every position meets
 its own net, whatever the mix of colours, under ``jit`` and ``vmap``, and each
 branch costs what it should.
 
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agz_jax import routing
+from agz_jax.nets import routing
 from tests.test_networks import random_obs, small_networks
 
 NETS = {"id": jnp.asarray([0.0, 1.0])}

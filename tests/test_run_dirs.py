@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agz_jax import checkpoint
-from agz_jax.config import ConfigError
+from agz_jax.config.presets import PRESETS, get_preset
+from agz_jax.config.schema import ConfigError
 from agz_jax.curriculum import command as curriculum_cli
-from agz_jax.presets import PRESETS, get_preset
+from agz_jax.nets import checkpoint
 from experiments import selfplay as selfplay_cli
 
 ROOT = Path(__file__).resolve().parents[1]

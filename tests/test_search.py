@@ -1,4 +1,4 @@
-"""Tests of ``agz_jax.search``: Winning Value Decay backups, masking, known answers.
+"""Tests of ``agz_jax.search.searcher``: Winning Value Decay backups, masking, known answers.
 
 Every search here runs on 7x7 with ``SIMS`` simulations and a batch of
 ``BATCH`` positions through one of two jitted functions (PUCT, Gumbel), so the
@@ -24,10 +24,12 @@ import mctx
 import numpy as np
 import pytest
 
-from agz_jax import mctx_loop, search, tactics
-from agz_jax.config import SearchConfig, SelfPlayConfig
-from agz_jax.gomoku import BLACK, WHITE, Rules, State, played_at_from_last
-from agz_jax.networks import Networks, PolicyValueNet
+from agz_jax.config.schema import SearchConfig, SelfPlayConfig
+from agz_jax.game import tactics
+from agz_jax.game.gomoku import BLACK, WHITE, Rules, State, played_at_from_last
+from agz_jax.nets.networks import Networks, PolicyValueNet
+from agz_jax.search import mctx_loop
+from agz_jax.search import searcher as search
 
 SIZE = 7
 A = SIZE * SIZE
@@ -1096,8 +1098,9 @@ def test_gating_and_selfplay_choose_gumbel_moves_by_one_rule():
     move policy) plays self-play's move (``selfplay.make_move``) from the same
     key where the temperature is above 0, and the noise-free search's choice
     where it is 0."""
-    from agz_jax import arena, run, selfplay
-    from agz_jax.config import Config, GameConfig, NetConfig
+    from agz_jax.config.schema import Config, GameConfig, NetConfig
+    from agz_jax.match import arena
+    from agz_jax.training import run, selfplay
 
     rules = Rules(SIZE)
     empty = stack([state_of_board(np.zeros(A, np.int8))] * 8)

@@ -1,4 +1,4 @@
-"""Seeds vmapped in one compile (``agz_jax.seeds``, ``experiments.sweep --vmap-seeds``).
+"""Seeds vmapped in one compile (``agz_jax.studies.seeds``, ``experiments.sweep --vmap-seeds``).
 
 What is true on XLA:CPU, and tested here: a vmapped group is deterministic, and
 a seed gives the same bits in any group of the same size; its self-play equals
@@ -19,9 +19,11 @@ import numpy as np
 import pytest
 from test_sweep import TINY, alone, cached_env, metrics_of
 
-from agz_jax import checkpoint, models, run, seeds
-from agz_jax.config import ConfigError
-from agz_jax.presets import get_preset
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import ConfigError
+from agz_jax.nets import checkpoint, models
+from agz_jax.studies import seeds
+from agz_jax.training import run
 from experiments import sweep as sweep_cli
 
 

@@ -5,12 +5,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax import replay, symmetry
-from agz_jax.config import Config, GameConfig, NetConfig, SearchConfig, SelfPlayConfig
-from agz_jax.gomoku import Rules
-from agz_jax.replay import Examples
-from agz_jax.run import make_networks
-from agz_jax.selfplay import decayed_z, make_selfplay, to_examples
+from agz_jax.config.schema import Config, GameConfig, NetConfig, SearchConfig, SelfPlayConfig
+from agz_jax.game import symmetry
+from agz_jax.game.gomoku import Rules
+from agz_jax.training import replay
+from agz_jax.training.replay import Examples
+from agz_jax.training.run import make_networks
+from agz_jax.training.selfplay import decayed_z, make_selfplay, to_examples
 
 SIZE = 5
 

@@ -5,9 +5,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from agz_jax import records
-from agz_jax import training as job
-from agz_jax.selfplay import Trajectory
+from agz_jax.game import records
+from agz_jax.training import driver as job
+from agz_jax.training.selfplay import Trajectory
 
 
 @dataclasses.dataclass(frozen=True)

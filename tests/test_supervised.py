@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agz_jax import supervised as sv
-from agz_jax.networks import Networks, PolicyValueNet
+from agz_jax.nets.networks import Networks, PolicyValueNet
+from agz_jax.training import supervised as sv
 
 # --------------------------------------------------------------- split_by_game
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agz_jax import sweep
-from agz_jax.config import ConfigError
-from agz_jax.presets import get_preset
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import ConfigError
+from agz_jax.studies import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -94,7 +94,7 @@ def alone(out: Path, seed: int, env: dict) -> tuple[str, list[dict]]:
 
 
 def metrics_of(run_dir: Path) -> list[dict]:
-    from agz_jax.run import deterministic
+    from agz_jax.training.run import deterministic
 
     return [deterministic(json.loads(ln))
             for ln in (run_dir / "metrics.jsonl").read_text().splitlines()]
@@ -204,7 +204,7 @@ def test_sweep_vmap_max_gb_must_be_positive(tmp_path, capsys):
 
 
 def test_sweep_interrupt_names_the_sweep_command(tmp_path, capsys, monkeypatch):
-    from agz_jax import training
+    from agz_jax.training import driver as training
 
     def stopped(config, run_dir, **kwargs):
         print("interrupted: continue with python -m experiments.selfplay --resume",

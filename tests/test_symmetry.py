@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agz_jax.gomoku import Rules
-from agz_jax.symmetry import (
+from agz_jax.game.gomoku import Rules
+from agz_jax.game.symmetry import (
     NUM_SYMMETRIES,
     inverse,
     permutations,

@@ -3,7 +3,7 @@ counted on hand-made 9x9 games."""
 
 import json
 
-from agz_jax import records
+from agz_jax.game import records
 from experiments import tactics
 
 SIZE = 9

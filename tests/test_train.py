@@ -5,10 +5,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from agz_jax.config import TrainConfig
-from agz_jax.networks import Networks, PolicyValueNet
-from agz_jax.replay import Batch
-from agz_jax.train import init_train_state, l2_penalty, loss_terms, make_loss_fn, make_train_step
+from agz_jax.config.schema import TrainConfig
+from agz_jax.nets.networks import Networks, PolicyValueNet
+from agz_jax.training.replay import Batch
+from agz_jax.training.train import (
+    init_train_state,
+    l2_penalty,
+    loss_terms,
+    make_loss_fn,
+    make_train_step,
+)
 
 SIZE = 5
 

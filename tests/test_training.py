@@ -1,4 +1,4 @@
-"""agz_jax.training.train, the main job called as a function: its files, a resume,
+"""agz_jax.training.driver.train, the main job called as a function: its files, a resume,
 its refusals, hooks that add metrics, and Ctrl-C."""
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ import re
 import pytest
 from rich.console import Console
 
-from agz_jax import checkpoint, cli, training
-from agz_jax.config import ConfigError
-from agz_jax.presets import get_preset
+from agz_jax.config.presets import get_preset
+from agz_jax.config.schema import ConfigError
+from agz_jax.nets import checkpoint
+from agz_jax.training import cli
+from agz_jax.training import driver as training
 
 # A smoke run trimmed further (tests/test_main.py's SMALL): the point is the bookkeeping.
 TINY = {"selfplay.num_games": 4, "gating.num_games": 2, "eval.every": 2,

@@ -44,11 +44,12 @@ import jax
 import numpy as np
 import pytest
 
-from agz_jax import arena, replay, run
-from agz_jax.config import Config, GameConfig, NetConfig, SearchConfig, SelfPlayConfig
-from agz_jax.gomoku import Rules
-from agz_jax.search import Searcher
-from agz_jax.selfplay import make_continuous, make_selfplay
+from agz_jax.config.schema import Config, GameConfig, NetConfig, SearchConfig, SelfPlayConfig
+from agz_jax.game.gomoku import Rules
+from agz_jax.match import arena
+from agz_jax.search.searcher import Searcher
+from agz_jax.training import replay, run
+from agz_jax.training.selfplay import make_continuous, make_selfplay
 
 DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "unchanged.json"
@@ -141,7 +142,8 @@ def engine_analysis(scale: float = 1.0) -> dict:
 
     from tiny_models import random_model
 
-    from agz_jax import engine, models
+    from agz_jax.nets import models
+    from agz_jax.play import engine
 
     with tempfile.TemporaryDirectory(prefix="agz-unchanged-") as tmp:
         model = models.load(random_model(Path(tmp) / "m", 9, seed=3, double=False))

@@ -1,4 +1,4 @@
-"""agz_jax.vcf: wins by continuous fours and their defences, checked against a
+"""agz_jax.game.vcf: wins by continuous fours and their defences, checked against a
 plain reader of the stones (runs counted on the 2-D board, not the window
 counts the solver keeps) and against exhaustive searches on small boards."""
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from agz_jax import vcf
+from agz_jax.game import vcf
 
 SIZE = 9
 
@@ -163,7 +163,7 @@ def test_renju_forbidden_points():
     # White's four whose only block is forbidden to black (read by the real
     # renju rule): a win at once. Black's (4,5) would make two open threes,
     # (2,5)-(4,5) and (4,5)-(6,7).
-    from agz_jax import renju
+    from agz_jax.game import renju
 
     def foul(cells, p):
         return renju.foul_code(np.asarray(cells, np.int8), p) != 0
@@ -304,7 +304,7 @@ def test_the_ledger_report_marks_a_missed_and_a_lost_defence(tmp_path, capsys):
 def test_the_renju_prefilter_hides_no_foul(seed):
     """``Position.forbidden`` asks the rule only where a foul can be: on random
     crowded boards it agrees with the rule at every empty point."""
-    from agz_jax import renju
+    from agz_jax.game import renju
 
     def foul(cells, p):
         return renju.foul_code(np.asarray(cells, np.int8), p) != 0

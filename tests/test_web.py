@@ -1,4 +1,4 @@
-"""The web board: ``python -m agz_jax.web`` as a subprocess, its JSON API's
+"""The web board: ``python -m agz_jax.play.web`` as a subprocess, its JSON API's
 validation and hardening (raw sockets), and the analysis board driven by clicks
 and keys in headless Debian chromium (playwright with the system browser;
 ``make test`` installs it). Screenshots go to tests/artifacts/."""
@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from tiny_models import compile_lock, random_model, xla_cache_dir
 
-from agz_jax import records
-from agz_jax.web import api
-from agz_jax.web import server as web
+from agz_jax.game import records
+from agz_jax.play.web import api
+from agz_jax.play.web import server as web
 
 SIZE = 15
 CHROMIUM = os.environ.get("AGZ_JAX_CHROMIUM", "/usr/bin/chromium")
@@ -51,7 +51,7 @@ def server(tmp_path_factory):
     lines: queue.Queue = queue.Queue()
     with compile_lock(cache), open(err_path, "wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "agz_jax.web", "--model", str(model), "--port", "0",
+            [sys.executable, "-m", "agz_jax.play.web", "--model", str(model), "--port", "0",
              "--sims", "8", "--max-sims", "4096", "--timeout", str(TIMEOUT_S),
              "--max-connections", str(MAX_CONNECTIONS)],
             stdout=subprocess.PIPE, stderr=err, env=env)
@@ -453,7 +453,7 @@ def test_host_option_and_json_bounds():
 def test_zero_or_negative_limits_are_refused(capsys, monkeypatch, argv):
     """0 is no limit the board could use (not "the default"): refused like a
     negative one, before the model is loaded."""
-    from agz_jax import models
+    from agz_jax.nets import models
 
     monkeypatch.setattr(models, "load", lambda *a: pytest.fail("the model was loaded"))
     with pytest.raises(SystemExit) as e:
@@ -466,7 +466,7 @@ def test_zero_or_negative_limits_are_refused(capsys, monkeypatch, argv):
 def test_a_default_above_the_cap_is_refused(capsys, monkeypatch):
     """--sims over --max-sims, both given: refused before the model is loaded,
     rather than the default quietly lowered to the cap."""
-    from agz_jax import models
+    from agz_jax.nets import models
 
     monkeypatch.setattr(models, "load", lambda *a: pytest.fail("the model was loaded"))
     with pytest.raises(SystemExit) as e:
@@ -497,7 +497,9 @@ def test_a_busy_port_or_bad_host_fails_before_compiling(capsys, monkeypatch, whe
     address that cannot be bound fails at once, in one line."""
     from types import SimpleNamespace
 
-    from agz_jax import cache, engine, models
+    from agz_jax.base import cache
+    from agz_jax.nets import models
+    from agz_jax.play import engine
 
     model = SimpleNamespace(name="stub", config=SimpleNamespace(
         search=SimpleNamespace(num_simulations=8)))
@@ -522,7 +524,7 @@ def test_describe_an_analysis():
     null, and no value where no simulation ran."""
     import numpy as np
 
-    from agz_jax.engine import Analysis
+    from agz_jax.play.engine import Analysis
 
     a = SIZE * SIZE
     visits = np.zeros(a)

@@ -12,8 +12,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from agz_jax import models, run
-from agz_jax.presets import get_preset
+from agz_jax.config.presets import get_preset
+from agz_jax.nets import models
+from agz_jax.training import run
 
 
 def random_model(directory: Path, size: int = 15, seed: int = 0, double: bool = True,

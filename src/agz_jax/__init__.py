@@ -3,7 +3,10 @@
 The public API; internals may move behind it.
 """
 
-from agz_jax.arena import (
+from agz_jax.config.presets import PRESETS, get_preset
+from agz_jax.config.schema import Config, ConfigError
+from agz_jax.game.gomoku import BLACK, WHITE, Rules, State
+from agz_jax.match.arena import (
     MatchResult,
     Score,
     mcts_player,
@@ -12,13 +15,10 @@ from agz_jax.arena import (
     random_player,
     score,
 )
-from agz_jax.config import Config, ConfigError
-from agz_jax.gomoku import BLACK, WHITE, Rules, State
-from agz_jax.networks import Networks, PolicyValueNet
-from agz_jax.presets import PRESETS, get_preset
-from agz_jax.search import Searcher, temperature, winning_value_decay
-from agz_jax.selfplay import Trajectory, decayed_z, make_selfplay, to_examples
-from agz_jax.train import TrainState, init_train_state, make_train_step
+from agz_jax.nets.networks import Networks, PolicyValueNet
+from agz_jax.search.searcher import Searcher, temperature, winning_value_decay
+from agz_jax.training.selfplay import Trajectory, decayed_z, make_selfplay, to_examples
+from agz_jax.training.train import TrainState, init_train_state, make_train_step
 
 __version__ = "0.1.0"
 

@@ -73,7 +73,7 @@ blocking stones and margins may fall off the edge, so edge-blocked fours occur.
 Then the noise stones, both colours, on random empty points outside the pattern
 and its margins (within ``noise_radius`` of the pattern if set), as many as
 the stone counts need plus ``min_noise..max_noise`` more per colour; and the
-whole position under a random one of the 8 symmetries (``agz_jax.symmetry``).
+whole position under a random one of the 8 symmetries (``agz_jax.game.symmetry``).
 The opponent's last move (plane L) is one of the pattern's B stones in the
 defence kinds (B has just made the threat) and a random B stone in the attack
 kinds.
@@ -95,13 +95,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax import features as features_lib
-from agz_jax import symmetry
-from agz_jax.checks import Section, integer, number, one_of, require, setting
-from agz_jax.config import FeaturesConfig
+from agz_jax.base.checks import Section, integer, number, one_of, require, setting
+from agz_jax.config.schema import FeaturesConfig
 from agz_jax.curriculum.threat_maps import DIRECTIONS, threat_counts, threat_maps
-from agz_jax.gomoku import Rules, State, played_at_from_last, stone
-from agz_jax.replay import Examples
+from agz_jax.game import symmetry
+from agz_jax.game.gomoku import Rules, State, played_at_from_last, stone
+from agz_jax.nets import features as features_lib
+from agz_jax.training.replay import Examples
 
 KINDS = ("four_attack", "four_defence", "three_attack", "three_defence")
 FOUR_ATTACK, FOUR_DEFENCE, THREE_ATTACK, THREE_DEFENCE = range(4)

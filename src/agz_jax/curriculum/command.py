@@ -15,7 +15,7 @@ each stage's nets.
 """
 
 # The docstring is ``python -m experiments.curriculum --help``: that command is
-# this module's ``main``, which the ablation sweep (agz_jax.ablation_train) calls too.
+# this module's ``main``, which the ablation sweep (agz_jax.studies.ablation_train) calls too.
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from agz_jax import cli
-from agz_jax.config import Config, ConfigError
+from agz_jax.config.schema import Config, ConfigError
+from agz_jax.training import cli
 
 
 def _own_flags(parser: argparse.ArgumentParser) -> None:
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as e:  # --help
         return int(e.code or 0)
-    from agz_jax import checkpoint, models
+    from agz_jax.nets import checkpoint, models
 
     run_dir: Path = args.out
     if not args.resume and ((run_dir / "curriculum.json").exists()
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         init = model.variables
 
-    from agz_jax.cache import enable_compilation_cache
+    from agz_jax.base.cache import enable_compilation_cache
 
     enable_compilation_cache()
     import time

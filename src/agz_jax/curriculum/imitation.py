@@ -1,6 +1,6 @@
 """Stage 2 of the curriculum: imitate the rule-based mentor (paper Section IV.C).
 
-The mentor (``agz_jax.mentor``) plays itself from random short openings, so
+The mentor (``agz_jax.game.mentor``) plays itself from random short openings, so
 its games differ; every position it moved in becomes a training example
 (s, pi = one-hot on the mentor's move, z = the decayed game result for the side
 to move, as self-play labels it). Whole games are held out, never single
@@ -15,13 +15,13 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from agz_jax import arena
-from agz_jax import features as features_lib
-from agz_jax.config import FeaturesConfig
-from agz_jax.gomoku import Rules
-from agz_jax.mentor import Mentor
-from agz_jax.replay import Examples
-from agz_jax.selfplay import decayed_z
+from agz_jax.config.schema import FeaturesConfig
+from agz_jax.game.gomoku import Rules
+from agz_jax.game.mentor import Mentor
+from agz_jax.match import arena
+from agz_jax.nets import features as features_lib
+from agz_jax.training.replay import Examples
+from agz_jax.training.selfplay import decayed_z
 
 
 class MentorGames(NamedTuple):

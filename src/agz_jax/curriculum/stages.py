@@ -35,14 +35,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax import arena, checkpoint, clock, models, replay, run, supervised, train
-from agz_jax.config import Config, ConfigError
+from agz_jax.base import clock
+from agz_jax.config.schema import Config, ConfigError
+from agz_jax.config.sections import STAGES
 from agz_jax.curriculum import basic_rules, imitation
-from agz_jax.mentor import Mentor
-from agz_jax.networks import make_networks
-from agz_jax.search import Searcher
-from agz_jax.sections import STAGES
-from agz_jax.train import TrainState, fresh_train_state
+from agz_jax.game.mentor import Mentor
+from agz_jax.match import arena
+from agz_jax.nets import checkpoint, models
+from agz_jax.nets.networks import make_networks
+from agz_jax.search.searcher import Searcher
+from agz_jax.training import replay, run, supervised, train
+from agz_jax.training.train import TrainState, fresh_train_state
 
 Stage = Callable[[TrainState, jax.Array], tuple[TrainState, dict]]
 Log = Callable[[dict], None]  # receives one metrics record (a round, an iteration)

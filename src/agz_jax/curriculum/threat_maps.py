@@ -5,7 +5,7 @@ empty point would make (``D`` is where they total two or more).
 Dense shifted-slice arithmetic on an [H, W] board of 0 (empty), +1/-1 (stones)
 and, in cut-outs, 2 (not a point). (A per-point neighbourhood gather compiles
 faster but moves 44x the data: 10x slower to run on CPU.) This reads threats
-to label generated positions; ``agz_jax.tactics`` reads them with the rules'
+to label generated positions; ``agz_jax.game.tactics`` reads them with the rules'
 five-point readers to restrict a search.
 """
 

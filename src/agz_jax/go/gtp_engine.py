@@ -5,7 +5,7 @@
     python -m agz_jax.go.gtp_engine --model DIR
 
 Without ``--model`` it plays the net shipped in ``models/go19`` (found as
-``agz_jax.models`` finds the gomoku models: ``$AGZ_JAX_MODELS`` or the
+``agz_jax.nets.models`` finds the gomoku models: ``$AGZ_JAX_MODELS`` or the
 repository's ``models/``; see its MODEL_CARD.md); ``--model NAME`` picks
 another model of that folder, ``--model DIR`` any model directory.
 
@@ -339,8 +339,8 @@ class LocalClient:
 
 def default_model() -> Path:
     """The model ``gtp-agz`` plays without ``--model``: ``models/go19`` where
-    ``agz_jax.models`` looks for models (``$AGZ_JAX_MODELS`` or the repository's)."""
-    from agz_jax.models import models_dir
+    ``agz_jax.nets.models`` looks for models (``$AGZ_JAX_MODELS`` or the repository's)."""
+    from agz_jax.nets.models import models_dir
 
     return models_dir() / DEFAULT_MODEL
 
@@ -419,7 +419,7 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as e:
         print(f"gtp-agz: {e}", file=sys.stderr)
         return 2
-    from agz_jax.cache import enable_compilation_cache
+    from agz_jax.base.cache import enable_compilation_cache
     enable_compilation_cache()
     serve(engine)
     return 0

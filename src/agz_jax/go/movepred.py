@@ -2,9 +2,9 @@
 
 The net (``go.net``) learns the moves of recorded games from their Table 1
 planes (``go.dataset``), and is judged as in the paper: top-n accuracy on
-held-out *games* (``agz_jax.supervised.split_by_game``: whole games on one
+held-out *games* (``agz_jax.training.supervised.split_by_game``: whole games on one
 side), the probability that the record's move is among the net's n best
-(Figure 1, drawn by ``agz_jax.movepred_report.plot``) and a table by depth (Table 3).
+(Figure 1, drawn by ``agz_jax.studies.movepred_report.plot``) and a table by depth (Table 3).
 
 Training: cross-entropy of the softmax over the points at the move played;
 each example is seen under one of the 8 symmetries of the board drawn at
@@ -32,10 +32,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from agz_jax import supervised, symmetry
-from agz_jax.checks import Section, integer, number, one_of, setting
+from agz_jax.base.checks import Section, integer, number, one_of, setting
+from agz_jax.game import symmetry
 from agz_jax.go import net as net_lib
 from agz_jax.go.dataset import Data
+from agz_jax.training import supervised
 
 TOP_N = 10  # Figure 1's n = 1..10
 
@@ -126,7 +127,7 @@ def evaluate(config: net_lib.NetConfig, params, data: Data, move_bin: int = 10,
              batch: int = 512) -> dict:
     """Held-out metrics: top-1/5/10 and the top-n curve for n = 1..10 (Figure
     1), the cross-entropy, and top-1 accuracy by move number (bins of
-    ``move_bin`` plies), in ``agz_jax.movepred_report.plot``'s format."""
+    ``move_bin`` plies), in ``agz_jax.studies.movepred_report.plot``'s format."""
     n = len(data.action)
     if n == 0:
         raise ValueError("evaluate needs at least one position")

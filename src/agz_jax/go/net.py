@@ -9,7 +9,7 @@ filters (with position-dependent biases too), giving two planes of logits: the
 softmax over the points for black to move and the one for white to move. The
 position reads the plane of its colour to move. ``symmetric`` ties every
 kernel to be invariant under the 8 symmetries of the square (the paper's
-weight symmetries, Section 5.1). The layers are ``agz_jax.networks.BoardConv``,
+weight symmetries, Section 5.1). The layers are ``agz_jax.nets.networks.BoardConv``,
 the gomoku nets' Maddison options.
 
 Our reading of what the paper leaves open: the output layer's kernel is 1x1
@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agz_jax.go.features import num_channels
-from agz_jax.networks import BoardConv
+from agz_jax.nets.networks import BoardConv
 
 DEPTHS = (3, 6, 10, 12)
 

@@ -50,7 +50,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax import symmetry
+from agz_jax.game import symmetry
 from agz_jax.go import ladder as ladder_lib
 from agz_jax.go.board import (
     EMPTY_SLOT,
@@ -154,7 +154,7 @@ def store(moves, offsets, setup=None, rank=None, size: int | None = None) -> Sto
 def subset(moves, offsets, games) -> tuple[np.ndarray, np.ndarray]:
     """(moves, offsets) of the ``games`` (indices, in the order given) of a
     store's host arrays: e.g. the training and the held-out games of a split
-    by game (``agz_jax.supervised.split_by_game`` over the games)."""
+    by game (``agz_jax.training.supervised.split_by_game`` over the games)."""
     moves, offsets = np.asarray(moves), np.asarray(offsets, np.int64)
     games = np.asarray(games, np.int64)
     lengths = offsets[games + 1] - offsets[games]

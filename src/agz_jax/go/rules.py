@@ -3,7 +3,7 @@
 The board is a flat vector of ``size * size`` points; action ``a < A`` puts a
 stone on ``(row, col) = divmod(a, size)`` and action ``A`` (= ``Rules.pass_action``)
 passes. Stones are ``+1`` (black) and ``-1`` (white); black moves first. Like
-``agz_jax.gomoku``, ``Rules`` is a frozen, hashable description of the game whose
+``agz_jax.game.gomoku``, ``Rules`` is a frozen, hashable description of the game whose
 methods are pure functions of arrays: close over it in ``jax.jit`` and lift the
 per-game functions with ``jax.vmap``.
 

@@ -1,0 +1,761 @@
+"""An analysis engine: a trained model and a position -> a move, a value and move
+probabilities. The front ends (``agz_jax.play.brain``, ``agz_jax.play.web``) share it.
+
+The search is the model's own (``search.Searcher`` with the model's search
+settings: algorithm, c_puct or Gumbel's considered moves, forced moves, Winning
+Value Decay), with its simulation count as the default budget; ``algorithm``
+and ``reuse`` may be overridden. Gumbel's sequential halving is scheduled for
+the full budget (``max_simulations``), so a Gumbel search cut short by the
+clock has visited its considered moves unevenly; PUCT has no such schedule.
+
+Reuse (``search.reuse``, PUCT): after a search the engine keeps its tree; when
+the next position follows from that root by the engine's move and the
+opponent's reply (or by one move, in analysis), the subtree under them is the
+next search's tree and its visits count towards the budget.
+
+Deepening (``analyse(..., keep=True)``, either algorithm): the search goes on
+growing the last search's tree when it is of the same position, so that an
+analysis can run in short calls, each one's answer showing the tree so far,
+until the tree is full or the position changes (the web board). Gumbel's
+schedule is the capacity's either way: calls that deepen one tree are one
+search in chunks. (The engine keeps its last tree whatever the settings; only
+reuse and deepening read it.)
+
+Time: one tree of fixed capacity (``max_simulations``) is built in jitted
+*chunks* of simulations (``mctx_loop.continue_tree``); between chunks the host
+looks at the clock (``clock``, ``time.perf_counter`` unless a test injects
+another) and stops when the next chunk would likely end after the deadline.
+Every shape is fixed and the winning rule is a run-time flag, so the jitted
+functions compile once for freestyle and standard (``warmup`` does that ahead
+of the first move); renju, whose legal moves depend on black's forbidden
+points (``agz_jax.game.renju``), compiles its own set.
+
+Capacity: the tree's capacity is its size, not a cost per simulation (the loop
+never copies the tree, ``mctx_loop``), so a time-limited player takes a tree of
+``PLAY_CAPACITY`` nodes, independent of the model's training simulation count,
+and lets the clock end its searches.
+
+Leaves (``leaves=K``, PUCT): the tree grows K leaves a step, selected under
+virtual loss and evaluated in one batched net call
+(``mctx_loop.parallel_steps``). On a CPU the net is about as fast per position
+at batch 1 as at 64, so it gains little there (``make bench``'s position
+section measures it); an accelerator is where batching pays.
+
+Threads (``threads=T``, PUCT): root parallelism. T trees of the same root
+grow at once, one a host thread (XLA runs each call on the thread that makes
+it, and a one-position search keeps about one core busy), and their root
+statistics are summed. Tree ``i`` searches the position under the board's
+symmetry ``i`` (``agz_jax.game.symmetry``; tree 0 the position as it is): the rules
+are symmetric and the nets are not quite, so the trees differ, and the merged
+root averages the nets over T symmetries. Each tree keeps its own subtree for
+reuse and deepening. Without a deadline the budget is split evenly, so a
+search is as reproducible with T trees as with one.
+
+Tactics: the root's moves are ``tactics.search_moves``'s with forced moves on
+whatever the model's settings (its answers to threats and four-threes as the
+model says): the engine completes its own five when it can (no search), and
+when the opponent threatens a five it searches only among the points that
+block it. An untrained net therefore still never misses a win in one or a block
+of a four, and neither does a trained one under time pressure. Then the VCF
+reading (``agz_jax.game.vcf``): its own win by fours is played, the opponent's is
+stopped when a move can.
+
+Positions are ``gomoku.State`` (one game, no batch axis); actions are
+``row * size + col``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import functools
+import threading
+import time
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+
+from agz_jax.game import symmetry, tactics, vcf
+from agz_jax.game.gomoku import Rules, State, played_at_from_last, stone
+from agz_jax.game.renju import foul_code
+from agz_jax.nets import features
+from agz_jax.nets.models import Model
+from agz_jax.search import mctx_loop
+from agz_jax.search import searcher as search
+
+DEFAULT_CHUNK = 16
+
+PLAY_CAPACITY = 8192
+"""The tree's capacity (simulations a move at most) for time-limited play
+(``pbrain-agz``, the web board). Its arrays are ``[1, N, 225]``: about 6.6 KB a
+node on a 15x15 board, 54 MB at 8192, and the time a simulation takes does not
+depend on ``N`` (measured on models/default, 2 shared CPU cores: about 2,400
+simulations/s at 256 nodes and at 8192 alike; compilation the same, 7 to 11 s;
+a fresh tree costs about 10 ms more to lay out). At 2 to 3 thousand
+simulations/s on 2 cores, 8192 holds a 3 s move with room to spare, and with
+subtree reuse the carried visits count towards it."""
+
+
+VCF_SHARE = 0.3
+"""The share of a timed move's budget the VCF reading (``Engine(vcf=True)``)
+may take; past it the move is searched without it."""
+VCF_UNTIMED_S = 1.0
+"""The VCF reading's time limit for a move without a deadline (under renju,
+where each black four asks ``renju.foul_code``, a reading can otherwise run
+for tens of seconds)."""
+
+
+class Analysis(NamedTuple):
+    """The engine's answer for one position.
+
+    action: the move (row * size + col). value: the root's backed-up value in
+    [-1, 1] for the side to move. win_prob: (value + 1) / 2. policy: float[A],
+    the root visit distribution (the prior where no search ran). prior: float[A],
+    the net's move probabilities. q: float[A], each move's backed-up value for
+    the side to move (decayed as in the search; NaN where no simulation went).
+    visits: float[A], the root's visit counts (carried ones included).
+    simulations: run by this search. carried: the root's visits carried over from
+    the last search (``search.reuse``). elapsed: seconds.
+    reason: 'search', 'win' (a five in one), 'vcf' (the first four of a win by
+    continuous fours, no search), 'block' (searched among the blocks of the
+    opponent's five), 'defend' (searched among the moves that stop the
+    opponent's VCF) or 'prior' (no time to search).
+    """
+
+    action: int
+    value: float
+    win_prob: float
+    policy: np.ndarray
+    prior: np.ndarray
+    q: np.ndarray
+    visits: np.ndarray
+    simulations: int
+    carried: int
+    elapsed: float
+    reason: str
+
+
+def winning_line(rules: Rules, board, action: int) -> list[int]:
+    """The points of the winning line through ``action`` (empty if none), per the rule.
+
+    Host-side helper for display; ``board`` is int8[A].
+    """
+    board = np.asarray(board).reshape(rules.size, rules.size)
+    row, col = divmod(int(action), rules.size)
+    me = board[row, col]
+    if me == 0:
+        return []
+    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        line = [(row, col)]
+        for sign in (1, -1):
+            r, c = row + sign * dr, col + sign * dc
+            while 0 <= r < rules.size and 0 <= c < rules.size and board[r, c] == me:
+                line.append((r, c))
+                r, c = r + sign * dr, c + sign * dc
+        if len(line) == 5 or (len(line) > 5 and rules.rule == "freestyle"):
+            return sorted(r * rules.size + c for r, c in line)
+    return []
+
+
+def make_state(rules: Rules, board, to_play: int, last_action: int = -1,
+               rank: int = 0) -> State:
+    """A ``State`` for a position given as a board (int8[A], +1 black, -1 white).
+
+    The caller vouches that the position is unfinished (see ``Engine.check_board``).
+    Of the stones' ages only the last move's is known (``played_at_from_last``);
+    ``rank`` is the strength the side to move is asked to play at (rank planes).
+    """
+    board = np.asarray(board, np.int8).reshape(rules.num_actions)
+    num_moves = int(np.count_nonzero(board))
+    return State(
+        board=jnp.asarray(board),
+        to_play=jnp.int32(to_play),
+        last_action=jnp.int32(last_action),
+        num_moves=jnp.int32(num_moves),
+        winner=jnp.int32(-1),
+        done=jnp.bool_(False),
+        illegal=jnp.bool_(False),
+        played_at=played_at_from_last(rules.num_actions, last_action, num_moves),
+        rank=jnp.int32(rank),
+    )
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _EitherRule(Rules):
+    """``Rules`` whose winning rule is a traced flag (``exact``: exactly five), so
+    that one compilation serves both rules; built inside the jitted functions."""
+
+    exact: object = None
+
+    # The rule enters Rules only through these two methods.
+    def _makes_five(self, same, me):
+        standard = Rules(self.size, "standard")._makes_five(same, me)
+        freestyle = Rules(self.size, "freestyle")._makes_five(same, me)
+        return jnp.where(self.exact, standard, freestyle)
+
+    def window_five_count(self, vals, me):
+        standard = Rules(self.size, "standard").window_five_count(vals, me)
+        freestyle = Rules(self.size, "freestyle").window_five_count(vals, me)
+        return jnp.where(self.exact, standard, freestyle)
+
+
+@dataclasses.dataclass
+class _Compiled:
+    """The jitted functions; ``exact`` (bool[]) picks the rule at run time."""
+
+    start: object  # (variables, exact, state[1], allowed[1, A], tree | None) -> tree
+    chunk: object  # (variables, exact, key, tree, until) -> tree
+    results: object  # tree -> (visits[A], value, q[A], action, prior[A])
+    carry: object  # (tree, action) -> the subtree under the root's action
+    threats: object  # (exact, board[A], stone) -> bool[A]: points that make a five for stone
+    wins_on_board: object  # (exact, board[A]) -> bool[A]: stones on a winning line
+    forbidden: object  # board[A] -> bool[A]: black's forbidden points (none but under renju)
+    guard: object  # (exact, state[1]) -> bool[A]: tactics.search_moves with forced moves
+
+
+class _Tree(NamedTuple):
+    """One tree of a search, before it grows: its index (and the board symmetry
+    it searches under), the tree, its random key, the visits it holds, and its
+    root's prior in the position's frame."""
+
+    lane: int
+    tree: object
+    key: jax.Array
+    kept: int
+    prior: np.ndarray
+
+
+class _Grown(NamedTuple):
+    """One tree after it grew: its root statistics in the position's frame, the
+    visits it holds (``done``) and held before (``kept``)."""
+
+    lane: int
+    tree: object
+    visits: np.ndarray
+    value: float
+    q: np.ndarray
+    action: int
+    prior: np.ndarray
+    done: int
+    kept: int
+
+
+class _Last(NamedTuple):
+    """The last search's tree and root position (for reuse and deepening)."""
+
+    tree: object
+    board: np.ndarray
+    to_play: int
+    rule: str
+    last_action: int = -1
+    rank: int = 0
+
+
+class Engine:
+    """A model ready to analyse positions.
+
+    Args:
+      model: from ``agz_jax.nets.models.load``.
+      max_simulations: the tree's capacity; a search never runs more. Default:
+        the model's own ``search.num_simulations``.
+      chunk: simulations per jitted call (the clock is read between chunks).
+      seed: the searches' random stream; the same seed and inputs give the same moves.
+      rank: for a model with rank planes (``features.ranks``), the strength to
+        play at; None keeps each position's own ``State.rank``. May be changed
+        between moves (``engine.rank = 3``): it is an input, not a compile-time
+        constant.
+      algorithm, reuse, c_puct: override the model's ``search.algorithm``,
+        ``search.reuse`` and ``search.c_puct`` (None keeps the model's).
+      fpu: PUCT: value an unvisited child at its node's value less ``fpu``
+        (``search.qtransform='parent'``, ``search.fpu_reduction``); None keeps
+        the model's ``search.qtransform``.
+        Everything else about the search (forced moves, gamma, ...) is the
+        model's own.
+      clock: seconds, the clock that ``analyse``'s deadlines are on (default
+        ``time.perf_counter``; a test may pass a fake one).
+      leaves: K >= 1 grows the tree K leaves a step, evaluated in one net call
+        with virtual loss (``mctx_loop.parallel_steps``; PUCT only); 0, one
+        leaf at a time.
+      threat_values: override the model's ``search.threat_values`` (a leaf
+        whose stones force a win within six plies is valued by that win,
+        ``tactics.threat_value``); None keeps the model's.
+      vcf: read victories by continuous fours at the root (``agz_jax.game.vcf``):
+        play one's own, and search only among the moves that stop the
+        opponent's (when any does).
+      threads: T >= 1 trees of the root searched at once, one a host thread,
+        tree ``i`` under the board's symmetry ``i`` (root parallelism; PUCT
+        only); their root visits are summed.
+    """
+
+    def __init__(self, model: Model, *, max_simulations: int | None = None,
+                 chunk: int = DEFAULT_CHUNK, seed: int = 0, rank: int | None = None,
+                 algorithm: str | None = None, reuse: bool | None = None,
+                 c_puct: float | None = None, clock: Callable[[], float] = time.perf_counter,
+                 leaves: int = 0, fpu: float | None = None, vcf: bool = True,
+                 threat_values: bool | None = None, threads: int = 1):
+        settings = model.config.search
+        overrides = {k: v for k, v in (("algorithm", algorithm), ("reuse", reuse),
+                                       ("c_puct", c_puct), ("threat_values", threat_values))
+                     if v is not None}
+        if fpu is not None:  # first-play urgency: PUCT's unvisited children (qtransform parent)
+            overrides.update(qtransform="parent", fpu_reduction=fpu)
+        if overrides.get("algorithm") == "gumbel" and "reuse" not in overrides:
+            overrides["reuse"] = False
+        self.search_cfg = dataclasses.replace(settings, **overrides)  # ConfigError if bad
+        if max_simulations is None:
+            max_simulations = self.search_cfg.num_simulations
+        if not isinstance(max_simulations, int) or max_simulations < 1:
+            raise ValueError(f"max_simulations must be a positive integer, got {max_simulations!r}")
+        if not isinstance(chunk, int) or chunk < 1:
+            raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+        if not isinstance(leaves, int) or leaves < 0:
+            raise ValueError(f"leaves must be a non-negative integer, got {leaves!r}")
+        if not isinstance(threads, int) or not 1 <= threads <= symmetry.NUM_SYMMETRIES:
+            raise ValueError(f"threads must be an integer from 1 to {symmetry.NUM_SYMMETRIES} "
+                             f"(one tree a board symmetry), got {threads!r}")
+        if threads > 1 and self.search_cfg.algorithm != "puct":
+            raise ValueError("threads (root parallelism) is for PUCT: Gumbel's sequential "
+                             "halving has no meaning for summed visit counts")
+        if leaves and self.search_cfg.algorithm != "puct":
+            raise ValueError("leaves (leaf parallelism) is for PUCT: virtual visits would "
+                             "disturb Gumbel's sequential halving")
+        self.model = model
+        self.size = model.rules.size
+        self.num_actions = model.rules.num_actions
+        self.max_simulations = max_simulations
+        self.leaves = leaves
+        self.chunk = min(max(chunk, leaves), max_simulations)
+        self.rank = rank
+        self._key = jax.random.PRNGKey(seed)
+        self._calls = 0
+        self._compiled: dict[bool, _Compiled] = {}
+        self._lock = threading.Lock()
+        self.threads = threads
+        self._lasts: list[_Last | None] = [None] * threads
+        self._pool = None  # the threads of trees 1..T-1, made at the first search
+        self.gamma = float(model.config.decay.gamma)
+        self.variables = jax.device_put(model.variables)
+        self.clock = clock
+        self.vcf = bool(vcf)
+
+    @property
+    def reuse(self) -> bool:
+        return self.search_cfg.reuse
+
+    def describe(self) -> str:
+        """The search in a few words (for ``ABOUT`` and the web page)."""
+        s = self.search_cfg
+        what = (f"puct search (c_puct {s.c_puct:g}"
+                + (f", first-play urgency: parent's value - {s.fpu_reduction:g})"
+                   if s.qtransform == "parent" else ")") if s.algorithm == "puct"
+                else f"gumbel search ({s.max_considered_actions} considered moves)")
+        return (f"{what}, up to {self.max_simulations} simulations a move"
+                f"{f' in each of {self.threads} trees' if self.threads > 1 else ''}"
+                f"{f', {self.leaves} leaves a step' if self.leaves else ''}"
+                f"{', subtree reuse' if s.reuse else ''}")
+
+    # -- compilation -----------------------------------------------------------------------
+
+    def rules(self, rule: str | None = None) -> Rules:
+        """The model's board size under ``rule`` (default: the model's own rule)."""
+        return Rules(self.size, rule or self.model.rules.rule)
+
+    def _fns(self, rules: Rules) -> _Compiled:
+        if rules.size != self.size:
+            raise ValueError(f"the model plays {self.size}x{self.size}, not "
+                             f"{rules.size}x{rules.size}")
+        renju = rules.rule == "renju"
+        with self._lock:
+            if renju not in self._compiled:
+                self._compiled[renju] = self._build(renju)
+            return self._compiled[renju]
+
+    def _build(self, renju: bool) -> _Compiled:
+        """The jitted functions: freestyle and standard share one set (the rule
+        a flag, ``exact``); renju has its own (``exact`` unused)."""
+        nets, settings, size, gamma = self.model.nets, self.search_cfg, self.size, self.gamma
+        capacity, leaves = self.max_simulations, self.leaves
+
+        def game(exact):
+            return Rules(size, "renju") if renju else _EitherRule(size, exact=exact)
+
+        def searcher(exact):
+            return search.Searcher(rules=game(exact), nets=nets, settings=settings, gamma=gamma)
+
+        @jax.jit
+        def start(variables, exact, key, states, allowed, tree):
+            return searcher(exact).begin(variables, key, states, capacity=capacity,
+                                         allowed=allowed, tree=tree)
+
+        @functools.partial(jax.jit, donate_argnums=(3,))
+        def chunk(variables, exact, key, tree, until):
+            return searcher(exact).grow(variables, key, tree, until=until,
+                                        num_simulations=capacity, leaves=leaves)
+
+        @jax.jit
+        def results(tree):
+            out = searcher(False).result(tree)
+            root = mctx.Tree.ROOT_INDEX
+            q = tree.qvalues(jnp.full((1,), root, jnp.int32))[0]
+            prior = jax.nn.softmax(tree.children_prior_logits[0, root])
+            return (tree.children_visits[0, root], tree.node_values[0, root], q,
+                    out.action[0], prior)
+
+        @jax.jit
+        def carry(tree, action):
+            return mctx_loop.reuse(tree, jnp.reshape(action, (1,)))
+
+        @jax.jit
+        def threats(exact, board, me):
+            return game(exact).five_points(board, me)
+
+        @jax.jit
+        def guard(exact, states):
+            # The tiers of tactics.search_moves, forced moves always on: a
+            # five, else the blocks of the opponent's five, else an open four,
+            # then the model's own answers to threats and four-threes.
+            return tactics.search_moves(game(exact), states, True, settings.answer_threats,
+                                        settings.answer_four_threes)[0]
+
+        @jax.jit
+        def wins_on_board(exact, board):
+            rules = game(exact)
+            return jax.vmap(lambda a: rules.is_win(board, a))(jnp.arange(rules.num_actions))
+
+        @jax.jit
+        def forbidden(board):
+            return game(False).forbidden(board)
+
+        return _Compiled(start, chunk, results, carry, threats, wins_on_board, forbidden, guard)
+
+    def warmup(self, rules: Rules | None = None) -> float:
+        """Compile everything a move needs (under either rule); the seconds it took.
+
+        Runs the jitted functions once on the empty board without touching the
+        engine's RNG stream or its carried tree, so warming up does not change
+        the moves that follow.
+        """
+        rules = rules or self.rules()
+        t0 = time.perf_counter()
+        calls, lasts = self._calls, self._lasts
+        empty = np.zeros(rules.num_actions, np.int8)
+        self.check_board(rules, empty)
+        state = make_state(rules, empty, 0)
+        sims = min(2 * self.chunk, self.max_simulations) * self.threads
+        self._lasts = [None] * self.threads
+        first = self.analyse(rules, state, simulations=sims)
+        if self.reuse:  # the carried-tree path compiles too: after the move searched
+            self.analyse(rules, _after(rules, state, [first.action]), simulations=sims)
+        self._calls, self._lasts = calls, lasts
+        return time.perf_counter() - t0
+
+    def forget(self) -> None:
+        """Drop the carried trees (a new game, a take-back): the next search starts fresh."""
+        self._lasts = [None] * self.threads
+
+    # -- positions -------------------------------------------------------------------------
+
+    def check_board(self, rules: Rules, board) -> list[int]:
+        """The stones of ``board`` (int8[A]) that lie on a winning line (empty if none)."""
+        board = jnp.asarray(np.asarray(board, np.int8).reshape(rules.num_actions))
+        wins = self._fns(rules).wins_on_board(_exact(rules), board)
+        return [int(a) for a in np.flatnonzero(np.asarray(wins))]
+
+    def forbidden(self, rules: Rules, board) -> np.ndarray:
+        """bool[A]: the empty points black may not play on ``board`` (int8[A])
+        under ``rules`` (none but under renju)."""
+        if rules.rule != "renju":
+            return np.zeros(rules.num_actions, bool)
+        board = jnp.asarray(np.asarray(board, np.int8).reshape(rules.num_actions))
+        return np.asarray(self._fns(rules).forbidden(board))
+
+    def immediate_fives(self, rules: Rules, state: State, colour: int) -> np.ndarray:
+        """bool[A]: empty points where ``colour`` (0 black, 1 white) would make a five."""
+        fns = self._fns(rules)
+        me = stone(jnp.int32(colour))
+        return np.asarray(fns.threats(_exact(rules), jnp.asarray(state.board), me))
+
+    # -- search ----------------------------------------------------------------------------
+
+    def _carried(self, lane: int, rules: Rules, state: State, fns: _Compiled):
+        """Tree ``lane``'s last subtree at ``state`` (in that tree's frame), if
+        ``state`` follows from its last root by one or two moves (ours, then the
+        opponent's reply) that the tree holds; else None."""
+        last = self._lasts[lane]
+        if last is None or last.rule != rules.rule:
+            return None
+        moves = _moves_between(last.board, last.to_play, np.asarray(state.board),
+                               int(state.to_play))
+        if moves is None:
+            return None
+        tree = last.tree
+        for move in moves:
+            tree = fns.carry(tree, jnp.int32(move))
+        if int(mctx_loop.node_count(tree)[0]) == 0:
+            return None
+        if not np.array_equal(np.asarray(tree.embeddings.board[0, 0]), np.asarray(state.board)):
+            return None  # the same stones by another order: not this tree's position
+        return tree
+
+    def _kept(self, lane: int, rules: Rules, state: State, rank: int):
+        """Tree ``lane``'s last tree if its root is ``state`` (the same stones,
+        side to move, last move, rule and rank, in that tree's frame), handed
+        over (its buffers go to the next chunk); else None."""
+        last = self._lasts[lane]
+        if (last is None or last.rule != rules.rule
+                or last.to_play != int(state.to_play) or last.rank != rank
+                or last.last_action != int(state.last_action)
+                or not np.array_equal(last.board, np.asarray(state.board))):
+            return None
+        self._lasts[lane] = None
+        return last.tree
+
+    def analyse(self, rules: Rules, state: State, *, simulations: int | None = None,
+                deadline: float | None = None, keep: bool = False) -> Analysis:
+        """Choose a move for ``state``'s side to move.
+
+        Args:
+          rules: the game's rules (the model's size; the game's rule).
+          state: an unfinished position with at least one empty point.
+          simulations: at most this many (default: ``max_simulations`` a tree),
+            split evenly over the trees (``threads``), each at most
+            ``max_simulations``; with reuse or ``keep``, the visits carried over
+            from the last search count.
+          deadline: ``clock()`` value to finish by; None for no limit. At least
+            one chunk runs unless the deadline has passed already.
+          keep: deepen: if the last search was of this very position (with
+            ``keep`` or not), go on growing its tree (its visits are
+            ``carried``) instead of starting afresh.
+        """
+        t0 = self.clock()
+        board = np.asarray(state.board)
+        legal = board == 0
+        if int(state.to_play) == 0:  # black: not on a forbidden point (renju)
+            legal &= ~self.forbidden(rules, board)
+        if bool(state.done) or not legal.any():
+            raise ValueError("the game is over: no move to choose")
+        to_play = int(state.to_play)
+        budget = self.max_simulations * self.threads if simulations is None else int(simulations)
+        budget = max(1, min(-(-budget // self.threads), self.max_simulations))  # a tree's
+        fns = self._fns(rules)
+
+        wins = self.immediate_fives(rules, state, to_play) & legal
+        blocks = self.immediate_fives(rules, state, 1 - to_play) & legal
+        states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
+        if self.rank is not None:
+            states = features.with_rank(states, self.rank)
+        exact = _exact(rules)
+        allowed = np.asarray(fns.guard(exact, states)) & legal
+        if not allowed.any():  # unreachable: the tiers keep legal moves
+            allowed = legal
+        line = defended = None
+        if self.vcf and not wins.any():
+            line, defended = self._read_fours(rules, board, to_play, t0, deadline,
+                                              defend=not blocks.any())
+            if defended is not None and (allowed & defended).any():
+                allowed = allowed & defended
+            else:
+                defended = None
+        rank = int(states.rank[0])
+        root = functools.partial(self._begin, fns, rules, states, allowed, rank, keep)
+        first = root(0)
+
+        if wins.any():
+            action = int(np.argmax(np.where(wins, first.prior + 1.0, -1.0)))
+            self.forget()
+            return Analysis(action, 1.0, 1.0, wins / wins.sum(), first.prior,
+                            np.where(wins, 1.0, np.nan), np.zeros(self.num_actions), 0, 0,
+                            self.clock() - t0, "win")
+
+        if line is not None:  # our own VCF: its first four, no search needed
+            action = line[0]
+            self.forget()
+            policy = np.zeros(self.num_actions)
+            policy[action] = 1.0
+            value = self.gamma ** (len(line) - 1)
+            return Analysis(action, value, (value + 1.0) / 2.0, policy, first.prior,
+                            np.where(policy > 0, value, np.nan), np.zeros(self.num_actions),
+                            0, 0, self.clock() - t0, "vcf")
+
+        grow = functools.partial(self._grow, fns, exact, budget, deadline)
+        if self.threads > 1:
+            if self._pool is None:
+                self._pool = concurrent.futures.ThreadPoolExecutor(
+                    self.threads - 1, thread_name_prefix="agz-tree")
+            others = [self._pool.submit(lambda i: grow(root(i)), i)
+                      for i in range(1, self.threads)]
+            trees = [grow(first)] + [f.result() for f in others]
+        else:
+            trees = [grow(first)]
+        self._calls += 1
+        prior = np.mean([t.prior for t in trees], axis=0)
+        visits = np.where(allowed, np.sum([t.visits for t in trees], axis=0), 0.0)
+        done = sum(t.done for t in trees)
+        kept = sum(t.kept for t in trees)
+
+        if visits.sum() == 0:
+            policy = np.where(allowed, prior, 0.0)
+            policy = policy / policy.sum() if policy.sum() > 0 else allowed / allowed.sum()
+            action = int(np.argmax(np.where(allowed, prior + 1e-12, -1.0)))
+            value, reason = 0.0, "prior"
+            q = np.full(self.num_actions, np.nan)
+            self.forget()
+        else:
+            if len(trees) == 1:  # the search's own choice (Searcher.result)
+                action, value, q = trees[0].action, trees[0].value, trees[0].q
+            else:  # the most visited move, ties to the higher prior (Searcher.result's rule)
+                most = np.where(allowed, visits, -1.0)
+                action = int(np.argmax(np.where(most == most.max(), prior, -1.0)))
+                # A root's value is the mean of its own evaluation and its visits'.
+                weight = np.array([t.visits.sum() + 1.0 for t in trees])
+                value = float(np.dot(weight, [t.value for t in trees]) / weight.sum())
+                q = np.sum([t.visits * np.nan_to_num(t.q) for t in trees], axis=0)
+                q = q / np.maximum(visits, 1.0)
+            policy = visits / visits.sum()
+            q = np.where(visits > 0, q, np.nan)
+            reason = ("defend" if defended is not None else
+                      "block" if blocks.any() and not wins.any() else "search")
+            for t in trees:
+                self._lasts[t.lane] = _Last(
+                    t.tree, board[_perm(self.size, t.lane)], to_play, rules.rule,
+                    _point(self.size, t.lane, int(state.last_action)), rank)
+        if not legal[action]:  # the guards above make this unreachable
+            raise AssertionError(f"engine chose an occupied or forbidden point {action}")
+        return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, q, visits,
+                        done - kept, kept, self.clock() - t0, reason)
+
+    def _begin(self, fns: _Compiled, rules: Rules, states: State, allowed: np.ndarray,
+               rank: int, keep: bool, lane: int) -> _Tree:
+        """Tree ``lane``'s root, in the frame of the board's symmetry ``lane``:
+        the last tree kept (``keep``), its subtree carried (reuse), or a fresh one."""
+        key = jax.random.fold_in(self._key, self._calls)
+        if lane:
+            key = jax.random.fold_in(jax.random.fold_in(self._key, lane), self._calls)
+        states = _transformed(states, lane, self.size)
+        state = jax.tree.map(lambda x: x[0], states)
+        tree = self._kept(lane, rules, state, rank) if keep else None
+        if tree is None:
+            carried = self._carried(lane, rules, state, fns) if self.reuse else None
+            inside = jnp.asarray(allowed[_perm(self.size, lane)])[None]
+            tree = fns.start(self.variables, _exact(rules), key, states, inside, carried)
+        visits, _, _, _, prior = fns.results(tree)
+        perm = _perm(self.size, lane)
+        return _Tree(lane, tree, key, int(np.asarray(visits).sum()),
+                     _unpermuted(np.asarray(prior, np.float64), perm))
+
+    def _grow(self, fns: _Compiled, exact, budget: int, deadline: float | None,
+              start: _Tree) -> _Grown:
+        """Grow one tree in chunks until it holds ``budget`` visits or the next
+        chunk would likely end after ``deadline``."""
+        tree, done, last = start.tree, start.kept, 0.0
+        out = None
+        while done < budget:
+            now = self.clock()
+            # The next chunk is predicted to cost what the last one did, with a
+            # margin for noise; the first chunk also pays dispatch.
+            if deadline is not None and (now >= deadline or (done > start.kept and
+                                                             now + 1.5 * last > deadline)):
+                break
+            stop = min(done + self.chunk, budget)
+            tree = fns.chunk(self.variables, exact, jax.random.fold_in(start.key, done + 1),
+                             tree, jnp.int32(stop))
+            out = [np.asarray(x) for x in fns.results(tree)]  # waits for the chunk
+            last = self.clock() - now
+            done = stop
+        visits, value, q, action, _ = out or [np.asarray(x) for x in fns.results(tree)]
+        perm = _perm(self.size, start.lane)
+        return _Grown(start.lane, tree, _unpermuted(visits.astype(np.float64), perm),
+                      float(value), _unpermuted(q.astype(np.float64), perm),
+                      int(perm[int(action)]), start.prior, done, start.kept)
+
+    def _read_fours(self, rules: Rules, board: np.ndarray, to_play: int, t0: float,
+                    deadline: float | None, defend: bool = True):
+        """(line, defended): the side to move's VCF (``vcf.solve``) or None; and
+        when it has none and the opponent has one, bool[A] of the moves that
+        stop every opponent VCF (``vcf.defences``), None when there is no such
+        threat, nothing stops it, or the reading ran out of time (at most
+        ``VCF_SHARE`` of the move's time, ``VCF_UNTIMED_S`` without a
+        deadline). ``defend`` False: the own VCF only (facing a
+        five, the block is the one defence)."""
+        me = 1 if to_play == 0 else -1
+        forbidden = None
+        if rules.rule == "renju":
+            def forbidden(cells, p):
+                return foul_code(np.asarray(cells, np.int8), p) != 0
+        # On the engine's clock, converted to perf_counter's.
+        share = VCF_UNTIMED_S if deadline is None else VCF_SHARE * max(0.0, deadline - t0)
+        until = time.perf_counter() + share
+        try:
+            line = vcf.solve(board, me, self.size, rules.rule, is_forbidden=forbidden,
+                             deadline=until)
+            if line is not None or not defend:
+                return line, None
+            found = vcf.defences(board, me, self.size, rules.rule, is_forbidden=forbidden,
+                                 deadline=until)
+        except vcf.OutOfTime:
+            return None, None
+        if found is None or not found[0]:
+            return None, None
+        defended = np.zeros(self.num_actions, bool)
+        defended[found[0]] = True
+        return None, defended
+
+
+def _after(rules: Rules, state: State, moves: list[int]) -> State:
+    for move in moves:
+        state = rules.step(state, jnp.int32(move))
+    return state
+
+
+def _moves_between(board, to_play: int, new_board, new_to_play: int) -> list[int] | None:
+    """The moves (one, or ours then the opponent's) that lead from ``board`` with
+    ``to_play`` to move to ``new_board``, or None if no such sequence does."""
+    before, after = np.asarray(board), np.asarray(new_board)
+    if np.any((before != 0) & (after != before)):
+        return None
+    added = np.flatnonzero(after != before)
+    colour = lambda p: 0 if after[p] == 1 else 1  # noqa: E731  (+1 black, -1 white)
+    if len(added) == 1 and colour(added[0]) == to_play and new_to_play == 1 - to_play:
+        return [int(added[0])]
+    if len(added) == 2 and new_to_play == to_play:
+        mine = [int(p) for p in added if colour(p) == to_play]
+        theirs = [int(p) for p in added if colour(p) != to_play]
+        if len(mine) == 1 and len(theirs) == 1:
+            return [mine[0], theirs[0]]
+    return None
+
+
+def _perm(size: int, g: int) -> np.ndarray:
+    """int32[A]: symmetry ``g``'s frame holds the position's point ``perm[j]`` at ``j``."""
+    return symmetry.permutations(size)[g]
+
+
+def _point(size: int, g: int, action: int) -> int:
+    """The position's point ``action`` (or -1, none) in symmetry ``g``'s frame."""
+    return action if action < 0 else int(np.argsort(_perm(size, g))[action])
+
+
+def _unpermuted(x: np.ndarray, perm: np.ndarray) -> np.ndarray:
+    """A flat vector from a symmetry's frame back in the position's."""
+    out = np.empty_like(x)
+    out[perm] = x
+    return out
+
+
+def _transformed(states: State, g: int, size: int) -> State:
+    """Positions [B] in symmetry ``g``'s frame (the same positions for 0)."""
+    if g == 0:
+        return states
+    perm = jnp.asarray(_perm(size, g))
+    at = jnp.asarray(np.argsort(_perm(size, g)).astype(np.int32))
+    last = states.last_action
+    return states._replace(board=states.board[:, perm], played_at=states.played_at[:, perm],
+                           last_action=jnp.where(last >= 0, at[jnp.maximum(last, 0)], last))
+
+
+def _exact(rules: Rules) -> jax.Array:
+    return jnp.bool_(rules.rule == "standard")

@@ -1,0 +1,5 @@
+import sys
+
+from agz_jax.play.web.server import main
+
+sys.exit(main())

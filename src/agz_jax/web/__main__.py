@@ -1,5 +1,0 @@
-import sys
-
-from agz_jax.web.server import main
-
-sys.exit(main())
