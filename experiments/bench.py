@@ -139,7 +139,8 @@ SECTION_KEYS = {
     "devices": (),
     "mentor": ("mentor.0.games_per_s", "mentor.0.moves_per_s", "mentor.1.games_per_s",
                "mentor.1.chunked_games_per_s"),
-    "position": ("position.plain_sims_per_s", "position.best_speedup"),
+    "position": ("position.plain_sims_per_s", "position.trees_2_sims_per_s",
+                 "position.trees_2_speedup", "position.best_speedup"),
     "renju": tuple(f"renju.{k}" for k in (
         "freestyle_mask_ms", "renju_mask_ms", "mask_cost", "freestyle_tactics_ms",
         "renju_tactics_ms", "tactics_cost", "freestyle_sims_per_s", "renju_sims_per_s",
@@ -423,7 +424,9 @@ def position_lines(res: dict) -> list[str]:
     lines = ["", f"one position, {os.cpu_count()} CPUs: simulations/s ({r['model']}, PUCT, "
              f"{r['simulations']} simulations a search in a tree of {r['capacity']}, "
              f"{r['stones']} stones)",
-             f"  {'one leaf a step (plain)':<28}{r['plain_sims_per_s']:>10.0f}"]
+             f"  {'one leaf a step (plain)':<28}{r['plain_sims_per_s']:>10.0f}",
+             f"  {'two trees, two threads':<28}{r['trees_2_sims_per_s']:>10.0f}   "
+             f"x{r['trees_2_speedup']:.2f}"]
     for k in leaves:
         rate = r[f"leaves_{k}_sims_per_s"]
         lines.append(f"  {f'{k} leaves a step, batched':<28}{rate:>10.0f}   "

@@ -511,9 +511,11 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
     """One position's search on this machine's CPUs: ``engine.Engine`` (PUCT with
     the model's c_puct and forced moves, a tree of ``--position-capacity``)
     growing one tree from ``position``, ``--position-sims`` simulations a
-    search, one leaf a step (plain) and K leaves a step (``--leaves``: one
-    batched net call a step, virtual loss); each engine compiled first, the
-    searches interleaved (plain, K1, K2, ..., plain, ...) and each the best of
+    search, one leaf a step (plain), two trees in two threads (``threads=2``,
+    root parallelism, the simulations split between them) and K leaves a step
+    (``--leaves``: one batched net call a step, virtual loss); each engine
+    compiled first, the searches interleaved (plain, two trees, K1, K2, ...,
+    plain, ...) and each the best of
     ``repeats``, so that they compare under the same load.
 
     And what bounds the leaves' batching: the net alone (``Networks.evaluate``)
@@ -534,13 +536,14 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
     rules = model.rules
     state = engine.make_state(rules, position.board, position.to_play, position.last_action)
     engines = {}
-    for leaves in (0, *args.leaves):
-        name = "plain" if leaves == 0 else f"leaves_{leaves}"
-        log(f"position: the engine, {leaves or 'one'} {'leaves' if leaves > 1 else 'leaf'} a step")
+    for name, leaves, threads in (("plain", 0, 1), ("trees_2", 0, 2),
+                                  *((f"leaves_{k}", k, 1) for k in args.leaves)):
+        log(f"position: the engine, {leaves or 'one'} {'leaves' if leaves > 1 else 'leaf'} a "
+            f"step in {threads} tree{'s' if threads > 1 else ''}")
         # The search alone: the host's VCF reading (Engine(vcf=True)) is not timed here.
         e = engine.Engine(model, max_simulations=args.position_capacity, chunk=64,
                           algorithm="puct", reuse=False, leaves=leaves, seed=args.seed,
-                          vcf=False)
+                          vcf=False, threads=threads)
         out[f"{name}_compile_s"] = e.warmup(rules)
         engines[name] = e
     best = dict.fromkeys(engines, 0.0)
@@ -551,6 +554,7 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
             best[name] = max(best[name], a.simulations / a.elapsed)
     for name, rate in best.items():
         out[f"{name}_sims_per_s"] = rate
+    out["trees_2_speedup"] = best["trees_2"] / best["plain"]
     out["best_speedup"] = max(best.values()) / best["plain"]
     return out
 

@@ -7,6 +7,7 @@ budget is spent (or its tree is full); without one it runs the model's own
 search of its own count, as before."""
 
 import argparse
+import os
 
 import numpy as np
 import pytest
@@ -44,7 +45,7 @@ def flags(*argv: str) -> argparse.Namespace:
     p.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=None)
     p.add_argument("--c-puct", type=float, default=None)
     p.add_argument("--leaves", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=int, default=None)
     p.add_argument("--fpu", type=float, default=None)
     p.add_argument("--vcf", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--threat-values", action=argparse.BooleanOptionalAction, default=None)
@@ -66,8 +67,9 @@ def model(tmp_path_factory):
 @pytest.fixture(scope="module")
 def engines(model):
     """(clock, timed engine, untimed engine) as pbrain-agz builds them, on one
-    fake clock; the timed one is compiled."""
-    plan = play_settings(model, flags("--max-sims", str(CAPACITY)))
+    fake clock, one tree (the clock's arithmetic below is one thread's); the
+    timed one is compiled."""
+    plan = play_settings(model, flags("--max-sims", str(CAPACITY), "--threads", "1"))
     clock = TickClock()
     timed = engine.Engine(model, chunk=CHUNK, clock=clock, **plan["timed"])
     untimed = engine.Engine(model, chunk=CHUNK, clock=clock, **plan["untimed"])
@@ -87,8 +89,9 @@ def test_play_settings(model):
     own = model.config.search
     plan = play_settings(model, flags())
     assert plan["timed"] == dict(max_simulations=engine.PLAY_CAPACITY, algorithm="puct",
-                                 reuse=True, c_puct=None, leaves=0, threads=1, fpu=None,
-                                 vcf=True, threat_values=None)
+                                 reuse=True, c_puct=None, leaves=0,
+                                 threads=min(2, os.cpu_count() or 1), fpu=None, vcf=True,
+                                 threat_values=None)
     assert plan["untimed"] == dict(max_simulations=MODEL_SIMS, algorithm="gumbel",
                                    reuse=False, c_puct=None, leaves=0, threads=1, fpu=None,
                                    vcf=True, threat_values=None)
@@ -139,6 +142,24 @@ def test_the_search_runs_until_its_deadline(engines):
     # No deadline: the count asked for, as before.
     timed.forget()
     assert timed.analyse(rules, opening(rules), simulations=40).simulations == 40
+
+
+def test_two_trees_each_search_until_the_deadline(model):
+    """With two trees, each grows chunk after chunk on its own thread until the
+    next chunk would end after the deadline, or until it is full."""
+    plan = play_settings(model, flags("--max-sims", str(CAPACITY), "--threads", "2"))
+    assert plan["timed"]["threads"] == 2
+    clock = TickClock()
+    timed = engine.Engine(model, chunk=CHUNK, clock=clock, **plan["timed"])
+    rules = timed.rules()
+    deadline = clock.now + 0.1
+    a = timed.analyse(rules, opening(rules), deadline=deadline)
+    assert a.reason == "search" and MODEL_SIMS < a.simulations < 2 * CAPACITY
+    assert a.simulations % CHUNK == 0 and int(a.visits.sum()) == a.simulations
+    assert clock.now <= deadline + 4 * TICK
+    timed.forget()
+    a = timed.analyse(rules, opening(rules), deadline=clock.now + 100.0)
+    assert a.simulations == 2 * CAPACITY  # both trees full
 
 
 def test_brain_thinks_for_its_budget_and_counts_without_one(engines):

@@ -383,10 +383,10 @@ def in_frame(rules, board, g, to_play=0, last=-1):
     return engine.make_state(rules, board[perm], to_play, engine._point(rules.size, g, last))
 
 
-def test_two_trees_are_the_position_and_its_mirror_image(reusing, two_trees):
-    """Tree 0 searches the position, tree 1 the position under board symmetry 1;
-    the answer's visits are their sum point by point, in the position's frame,
-    and the budget is split between them."""
+def test_two_trees_are_the_position_and_its_quarter_turn(reusing, two_trees):
+    """Tree 0 searches the position, tree 1 the position turned a quarter (board
+    symmetry 1); the answer's visits are their sum point by point, in the
+    position's frame, and the budget is split between them."""
     rules = reusing.rules()
     board = crowded_board(12, seed=1)
     one = []
@@ -405,6 +405,10 @@ def test_two_trees_are_the_position_and_its_mirror_image(reusing, two_trees):
     two_trees.forget()
     again = two_trees.analyse(rules, engine.make_state(rules, board, 0), simulations=80)
     np.testing.assert_array_equal(again.visits, both.visits)
+    for sims in (81, 1):  # an odd count: the first tree takes the remainder
+        two_trees.forget()
+        odd = two_trees.analyse(rules, engine.make_state(rules, board, 0), simulations=sims)
+        assert odd.simulations == sims == int(odd.visits.sum())
 
 
 def test_each_tree_carries_its_own_subtree(reusing, two_trees):

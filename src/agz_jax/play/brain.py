@@ -145,10 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leaves", type=int, default=0,
                         help="PUCT: leaves a step, evaluated in one batched net call with "
                              "virtual loss (leaf parallelism); 0 (default): one at a time")
-    parser.add_argument("--threads", type=int, default=1,
+    parser.add_argument("--threads", type=int, default=None,
                         help="PUCT: trees of the position searched at once, one a thread, "
                              "each under another board symmetry, their visits summed (root "
-                             "parallelism, 1 to 8); default: 1")
+                             "parallelism, 1 to 8); default: 2 on a machine with 2 or more "
+                             "cores, else 1")
     parser.add_argument("--threat-values", action=argparse.BooleanOptionalAction, default=None,
                         help="value a searched position whose stones force a win within six "
                              "plies by that win (search.threat_values); default: the model's")
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--sims, --max-sims and --chunk must be positive")
     if args.leaves < 0:
         parser.error(f"--leaves must be 0 or more, got {args.leaves}")
-    if not 1 <= args.threads <= 8:
+    if args.threads is not None and not 1 <= args.threads <= 8:
         parser.error(f"--threads must be 1 to 8 (one tree a board symmetry), got {args.threads}")
     if args.sims is not None and args.max_sims is not None and args.sims > args.max_sims:
         parser.error(f"--sims {args.sims} is more than --max-sims {args.max_sims}, the tree's "
@@ -234,7 +235,7 @@ def play_settings(model, args) -> dict:
     timed engine serves the moves without a time limit too), ``simulations``
     the count of an untimed move.
     """
-    from agz_jax.play.engine import PLAY_CAPACITY
+    from agz_jax.play.engine import PLAY_CAPACITY, default_threads
 
     own = model.config.search
     sims = own.num_simulations if args.sims is None else args.sims
@@ -245,7 +246,8 @@ def play_settings(model, args) -> dict:
         puct = algorithm == "puct"  # leaves, threads and first-play urgency are PUCT's
         return dict(max_simulations=max_simulations, algorithm=algorithm, reuse=reuse,
                     c_puct=args.c_puct, leaves=args.leaves if puct else 0,
-                    threads=args.threads if puct else 1,
+                    threads=(args.threads if args.threads is not None else
+                             default_threads(algorithm)) if puct else 1,
                     fpu=args.fpu if puct else None, vcf=args.vcf,
                     threat_values=args.threat_values)
 

@@ -69,6 +69,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import functools
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -137,6 +138,12 @@ class Analysis(NamedTuple):
     carried: int
     elapsed: float
     reason: str
+
+
+def default_threads(algorithm: str = "puct") -> int:
+    """The front ends' default tree count: 2 for PUCT on a machine with 2 or more
+    cores (a one-position search keeps about one busy), else 1."""
+    return min(2, os.cpu_count() or 1) if algorithm == "puct" else 1
 
 
 def winning_line(rules: Rules, board, action: int) -> list[int]:
@@ -522,9 +529,9 @@ class Engine:
           rules: the game's rules (the model's size; the game's rule).
           state: an unfinished position with at least one empty point.
           simulations: at most this many (default: ``max_simulations`` a tree),
-            split evenly over the trees (``threads``), each at most
-            ``max_simulations``; with reuse or ``keep``, the visits carried over
-            from the last search count.
+            split evenly over the trees (``threads``; the first ones take the
+            remainder), each tree's share at most ``max_simulations``; with reuse
+            or ``keep``, the visits carried over from the last search count.
           deadline: ``clock()`` value to finish by; None for no limit. At least
             one chunk runs unless the deadline has passed already.
           keep: deepen: if the last search was of this very position (with
@@ -539,8 +546,10 @@ class Engine:
         if bool(state.done) or not legal.any():
             raise ValueError("the game is over: no move to choose")
         to_play = int(state.to_play)
-        budget = self.max_simulations * self.threads if simulations is None else int(simulations)
-        budget = max(1, min(-(-budget // self.threads), self.max_simulations))  # a tree's
+        total = self.max_simulations * self.threads if simulations is None else int(simulations)
+        total = max(1, total)  # each tree's share, at most its capacity:
+        budgets = [min(total // self.threads + (i < total % self.threads), self.max_simulations)
+                   for i in range(self.threads)]
         fns = self._fns(rules)
 
         wins = self.immediate_fives(rules, state, to_play) & legal
@@ -581,16 +590,16 @@ class Engine:
                             np.where(policy > 0, value, np.nan), np.zeros(self.num_actions),
                             0, 0, self.clock() - t0, "vcf")
 
-        grow = functools.partial(self._grow, fns, exact, budget, deadline)
+        grow = functools.partial(self._grow, fns, exact, deadline)
         if self.threads > 1:
             if self._pool is None:
                 self._pool = concurrent.futures.ThreadPoolExecutor(
                     self.threads - 1, thread_name_prefix="agz-tree")
-            others = [self._pool.submit(lambda i: grow(root(i)), i)
+            others = [self._pool.submit(lambda i: grow(budgets[i], root(i)), i)
                       for i in range(1, self.threads)]
-            trees = [grow(first)] + [f.result() for f in others]
+            trees = [grow(budgets[0], first)] + [f.result() for f in others]
         else:
-            trees = [grow(first)]
+            trees = [grow(budgets[0], first)]
         self._calls += 1
         prior = np.mean([t.prior for t in trees], axis=0)
         visits = np.where(allowed, np.sum([t.visits for t in trees], axis=0), 0.0)
@@ -647,7 +656,7 @@ class Engine:
         return _Tree(lane, tree, key, int(np.asarray(visits).sum()),
                      _unpermuted(np.asarray(prior, np.float64), perm))
 
-    def _grow(self, fns: _Compiled, exact, budget: int, deadline: float | None,
+    def _grow(self, fns: _Compiled, exact, deadline: float | None, budget: int,
               start: _Tree) -> _Grown:
         """Grow one tree in chunks until it holds ``budget`` visits or the next
         chunk would likely end after ``deadline``."""

@@ -340,6 +340,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leaves", type=int, default=0,
                         help="PUCT: leaves a step, evaluated in one batched net call with "
                              "virtual loss; 0 (default): one at a time")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="PUCT: trees of the position searched at once, one a thread, "
+                             "each under another board symmetry, their visits summed (1 to "
+                             "8); default: 2 on a machine with 2 or more cores, else 1")
     parser.add_argument("--max-seconds", type=float, default=30.0,
                         help="a move's search stops after this long whatever --sims says")
     parser.add_argument("--timeout", type=float, default=10.0,
@@ -359,6 +363,8 @@ def main(argv: list[str] | None = None) -> int:
                      "every search: lower --sims or raise --max-sims")
     if args.leaves < 0:
         parser.error(f"--leaves must be 0 or more, got {args.leaves}")
+    if args.threads is not None and not 1 <= args.threads <= 8:
+        parser.error(f"--threads must be 1 to 8 (one tree a board symmetry), got {args.threads}")
     if not args.timeout > 0 or args.max_connections < 1:
         parser.error("--timeout and --max-connections must be positive")
     for name in args.allow_host:
@@ -388,7 +394,9 @@ def main(argv: list[str] | None = None) -> int:
         eng = engine.Engine(model, max_simulations=(max(engine.PLAY_CAPACITY, sims)
                                                     if args.max_sims is None else args.max_sims),
                             algorithm=args.algorithm or "puct", reuse=args.reuse,
-                            leaves=args.leaves)
+                            leaves=args.leaves,
+                            threads=(args.threads if args.threads is not None else
+                                     engine.default_threads(args.algorithm or "puct")))
     except ValueError as e:  # a ConfigError too (--reuse or --leaves with gumbel)
         print(f"error: {e}", file=sys.stderr)
         return 2
