@@ -46,11 +46,13 @@ save that would replace a directory that is no state, or a state with
 finished runs OUT lacks. DIR has OUT's layout: ``status`` and ``report`` take
 it as ``--out``.
 
-``report --out OUT --docs DIR`` copies the data (``ablation.json``, the sweep
-file as run; ``index.json``; ``games.jsonl``) into DIR and draws the report
-there: summary.csv, seeds.csv, claims.csv, summary.md, curves.png,
-final.png and pool.md (every player's rating, ``experiments.ladder``'s table).
-Without ``--out`` it redraws DIR from DIR's own data.
+``report --out OUT --docs DIR`` draws the report of OUT's data
+(``ablation.json``, the sweep file as run; ``index.json``; ``games.jsonl``)
+into DIR: summary.csv, seeds.csv, claims.csv, summary.md, curves.png,
+final.png and pool.md (every player's rating, ``experiments.ladder``'s
+table). The data stays where it is (the committed report's is the committed
+state's, ``experiments/ablation_state``); summary.md names it. Without
+``--out`` DIR's own data is read, where DIR holds some.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ import argparse
 import contextlib
 import fcntl
 import json
-import shutil
+import os
 import sys
 import time
 from pathlib import Path
@@ -142,13 +144,15 @@ def check(plan, out: Path) -> None:
 
 
 
-def regenerate_command(docs: Path) -> str:
-    return f"python -m experiments.ablation report --docs {docs}"
+def regenerate_command(data: Path, docs: Path) -> str:
+    source = "" if data == docs else f"--out {data} "
+    return f"python -m experiments.ablation report {source}--docs {docs}"
 
 
 def render(data: Path, target: Path, regenerate: str) -> dict:
     """The report of the data in ``data`` (ablation.json, index.json,
-    games.jsonl), written into ``target``."""
+    games.jsonl), written into ``target`` (its summary names ``data``'s
+    place relative to ``target``)."""
     from agz_jax.base import rating
     from agz_jax.studies import ablation, ablation_report
     from agz_jax.studies.ladder_report import table
@@ -163,11 +167,12 @@ def render(data: Path, target: Path, regenerate: str) -> dict:
     index = json.loads((data / "index.json").read_text())
     ledger = data / "games.jsonl"
     lines = read_ledger(ledger)
-    result = ablation_report.write_report(plan, index, lines, target, regenerate)
+    where = Path(os.path.relpath(data, target)) if data.resolve() != target.resolve() else None
+    result = ablation_report.write_report(plan, index, lines, target, regenerate, where)
     if lines:
         fit = rating.fit(rating.Match(x["a"], x["b"], x["wins"], x["draws"], x["losses"])
                          for x in lines)
-        (target / "pool.md").write_text(table(fit, lines, ledger))
+        (target / "pool.md").write_text(table(fit, lines, ledger, where))
     return result
 
 
@@ -307,11 +312,8 @@ def cmd_report(args) -> int:
             raise ConfigError(f"{args.docs} holds no ablation data ({', '.join(missing)} "
                               "missing): give --out SWEEP_DIR, or run the sweep first")
     args.docs.mkdir(parents=True, exist_ok=True)
-    if args.out is not None:
-        for name in DATA_FILES:
-            if (args.out / name).exists():
-                shutil.copyfile(args.out / name, args.docs / name)
-    result = render(args.docs, args.docs, regenerate_command(args.docs))
+    data = args.docs if args.out is None else args.out
+    result = render(data, args.docs, regenerate_command(data, args.docs))
     print((args.docs / "summary.md").read_text())
     print(f"report in {args.docs}" + (" (PARTIAL)" if result["partial"] else ""))
     return 0

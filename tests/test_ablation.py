@@ -1,12 +1,13 @@
 """The ablation sweep: the committed sweep file, the validation of a
 sweep file, the statistics and plan of matches by hand, and the whole
 pipeline end to end on a tiny sweep (2 arms x 2 seeds, 7x7): train, snapshot,
-rate, report, resume without redoing anything, report from the copied data."""
+rate, report, resume without redoing anything, report the data where it lies."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 from pathlib import Path
 
@@ -447,14 +448,25 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
     assert cli.main(["status", "--out", str(out)]) == 0
     assert capsys.readouterr().out.count(": done, iteration") == 4
 
-    # the docs: copied data, then redrawn from the copy alone, to the same table
+    # the docs: the report of the sweep's data, which stays where it is (named
+    # in the summary), redrawn the same; a directory holding data reads its own
     assert cli.main(["report", "--out", str(out), "--docs", str(docs)]) == 0
     first = (docs / "summary.md").read_text()
-    assert cli.main(["report", "--docs", str(docs)]) == 0
+    assert cli.main(["report", "--out", str(out), "--docs", str(docs)]) == 0
     assert (docs / "summary.md").read_text() == first
-    for name in ("summary.csv", "seeds.csv", "claims.csv", "curves.png", "final.png", "pool.md",
-                 "games.jsonl", "index.json", "ablation.json"):
+    for name in ("summary.csv", "seeds.csv", "claims.csv", "curves.png", "final.png", "pool.md"):
         assert (docs / name).exists(), name
+    for name in ("games.jsonl", "index.json", "ablation.json"):
+        assert not (docs / name).exists(), name
+    assert f"the data in [`{os.path.relpath(out, docs)}/`]" in first
+    assert f"report --out {out} --docs {docs}`" in first
+    own = tmp_path / "own"
+    own.mkdir()
+    for name in ("games.jsonl", "index.json", "ablation.json"):
+        shutil.copyfile(out / name, own / name)
+    assert cli.main(["report", "--docs", str(own)]) == 0
+    mine = (own / "summary.md").read_text()
+    assert "the data: `games.jsonl`" in mine and f"report --docs {own}`" in mine
 
     # the finished sweep's state keeps no net: no match is left to play
     assert cli.main(["save", "--out", str(out), "--state", str(state)]) == 0

@@ -246,7 +246,9 @@ def index_code(result: dict) -> list[str]:
     return result.get("code", [])
 
 
-def markdown(plan: Plan, result: dict, regenerate: str) -> str:
+def markdown(plan: Plan, result: dict, regenerate: str, data: Path | None = None) -> str:
+    """summary.md's text; ``data``: where the data lies relative to the
+    report (None: beside it)."""
     ev = plan.evaluation
     base = get_preset(plan.preset).replace(**plan.common)
     size = base.game.size
@@ -341,10 +343,11 @@ def markdown(plan: Plan, result: dict, regenerate: str) -> str:
         out += ["", "† no finite maximum-likelihood Elo relative to `random` (a one-sided "
                 "record against a group): rated with one virtual draw per one-sided match, "
                 "a bound (`agz_jax.base.rating`)."]
+    place = "" if data is None else f" in [`{data.as_posix()}/`]({data.as_posix()}/)"
     out += ["", "Files: `summary.csv` (per arm and metric), `seeds.csv` (per run), "
-            "`claims.csv`, `curves.png`, `final.png`, `pool.md` (every player's rating), "
-            "`games.jsonl` (the matches), `index.json` (the snapshots), `ablation.json` (the "
-            "sweep file as run)."]
+            "`claims.csv`, `curves.png`, `final.png`, `pool.md` (every player's rating); "
+            f"the data{place}: `games.jsonl` (the matches), `index.json` (the snapshots), "
+            "`ablation.json` (the sweep file as run)."]
     return "\n".join(out) + "\n"
 
 
@@ -427,8 +430,9 @@ def plot(plan: Plan, result: dict, out: Path) -> list[Path]:
 
 
 def write_report(plan: Plan, index: dict, lines: list[dict], out: Path,
-                 regenerate: str) -> dict:
-    """summary.csv, seeds.csv, claims.csv, summary.md and the plots in ``out``;
+                 regenerate: str, data: Path | None = None) -> dict:
+    """summary.csv, seeds.csv, claims.csv, summary.md and the plots in ``out``
+    (``data``: where the data lies relative to ``out``, None: in it);
     returns ``analyse``'s result."""
     result = analyse(plan, index, lines)
     out.mkdir(parents=True, exist_ok=True)
@@ -441,7 +445,7 @@ def write_report(plan: Plan, index: dict, lines: list[dict], out: Path,
     (out / "claims.csv").write_text(sweep.csv_text(claim_rows(result), [
         "claim", "better", "worse", "n_better", "n_worse", "elo_difference", "low", "high",
         "verdict"]))
-    (out / "summary.md").write_text(markdown(plan, result, regenerate))
+    (out / "summary.md").write_text(markdown(plan, result, regenerate, data))
     plot(plan, result, out)
     return result
 

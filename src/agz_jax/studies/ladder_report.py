@@ -10,8 +10,9 @@ from pathlib import Path
 from agz_jax.studies.ledger import DEFAULT_LEDGER
 
 
-def table(fit, lines: list[dict], ledger: Path) -> str:
-    """ladder.md: the fit's ratings, best first, and how they were made."""
+def table(fit, lines: list[dict], ledger: Path, where: Path | None = None) -> str:
+    """ladder.md: the fit's ratings, best first, and how they were made;
+    ``where``: the ledger's directory relative to the table's (None: the same)."""
     size, rule = lines[0]["size"], lines[0]["rule"]
     games = sum(x["games"] for x in lines)
     again = "python -m experiments.ladder --table-only" + (
@@ -28,7 +29,9 @@ def table(fit, lines: list[dict], ledger: Path) -> str:
         "# Rating ladder",
         "",
         f"{games} games in {len(lines)} matches on {size}x{size} {rule} "
-        f"(`{ledger.name}` beside this file); the games started from {how_started}. "
+        + (f"(`{ledger.name}` beside this file)" if where is None else
+           f"([`{(where / ledger.name).as_posix()}`]({(where / ledger.name).as_posix()}))")
+        + f"; the games started from {how_started}. "
         "Elo: the maximum-likelihood fit over all of "
         "them (logistic, 400·log10 scale, a draw half a win and half a loss, "
         f"`agz_jax.base.rating`), anchored at {how}; 95% intervals "
