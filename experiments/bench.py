@@ -85,8 +85,7 @@ import jax.numpy as jnp
 from agz_jax.config.schema import SearchConfig
 from agz_jax.game.gomoku import MAX_SIZE, MIN_SIZE, Rules
 from agz_jax.nets.networks import Networks, PolicyValueNet, flops_per_position
-from agz_jax.training import cli
-from experiments.bench_measures import (
+from agz_jax.studies.bench_measures import (
     FORCED,
     GAMMA,
     MODES,
@@ -106,7 +105,8 @@ from experiments.bench_measures import (
     time_search_moves,
     to_state,
 )
-from experiments.bench_report import lookup, section_lines, table
+from agz_jax.studies.bench_report import lookup, section_lines, table
+from agz_jax.training import cli
 
 SECTIONS = ("search", "train", "baseline", "forced", "selfplay", "routing", "bf16", "devices",
             "mentor", "position", "renju")

@@ -139,8 +139,6 @@ def test_the_reader_sees_a_wrong_arrow(tmp_path, monkeypatch):
 
 
 EXPERIMENTS = SRC.parent / "experiments"
-# The benchmark's helpers, which its command imports (and one imports the other).
-BENCH = {"bench", "bench_measures", "bench_report"}
 
 
 def experiments_imported(path: Path) -> set[str]:
@@ -163,13 +161,11 @@ def experiments_imported(path: Path) -> set[str]:
 
 def test_no_command_imports_another():
     """Every experiments/*.py is a command over the library: what two commands
-    share lives in agz_jax, never in a command the other imports. Only the
-    benchmark's helpers (bench_measures, bench_report) are imported, by bench."""
+    share lives in agz_jax, never in a command the other imports."""
     wrong = []
     for path in sorted(EXPERIMENTS.glob("*.py")):
         for target in sorted(experiments_imported(path)):
-            if not (path.stem in BENCH and target.removeprefix("experiments.") in BENCH):
-                wrong.append(f"experiments/{path.name} imports {target}")
+            wrong.append(f"experiments/{path.name} imports {target}")
     assert not wrong, ("commands importing experiments (move what they share into "
                        "agz_jax):\n" + "\n".join(wrong))
 

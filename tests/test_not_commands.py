@@ -1,8 +1,7 @@
 """experiments/ holds commands only: every module there runs as
-``python -m experiments.X`` (a ``main`` behind a ``__main__`` guard), except the
-benchmark's helpers, which experiments.bench imports. What commands share
-lives in the library, agz_jax (tests/test_layering.py checks that no command
-imports another)."""
+``python -m experiments.X`` (a ``main`` behind a ``__main__`` guard). What
+commands share lives in the library, agz_jax (tests/test_layering.py checks
+that no command imports another)."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-HELPERS = {"__init__", "bench_measures", "bench_report"}
+HELPERS = {"__init__"}
 COMMANDS = sorted(p for p in (ROOT / "experiments").glob("*.py") if p.stem not in HELPERS)
 
 

@@ -2,7 +2,7 @@
 replay buffer) and one function per thing timed (self-play search and the net
 alone, lockstep against continuous self-play, bf16, forced moves, training, the
 NumPy baseline, the mentor, a matmul, sharded self-play). ``experiments.bench``
-runs them in sections; ``experiments.bench_report`` prints their results.
+runs them in sections; ``agz_jax.studies.bench_report`` prints their results.
 """
 
 from __future__ import annotations
