@@ -41,7 +41,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from agz_jax.config import presets
+from agz_jax.config import files, presets
 from agz_jax.config.schema import ConfigError
 from agz_jax.training import cli
 
@@ -110,7 +110,7 @@ def parse(argv: list[str]):
     distill.check_teacher(teacher.config)
     config = distill.student_config(teacher.config, sizes)
     if settings.openings is not None:
-        config.replace(**{"openings.path": settings.openings}).opening_set()  # fits the board
+        files.opening_set(config.replace(**{"openings.path": settings.openings}))  # fits the board
     return args, settings, teacher, config
 
 

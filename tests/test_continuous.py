@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agz_jax.config import files
 from agz_jax.config.schema import (
     Config,
     GameConfig,
@@ -99,7 +100,7 @@ def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_ope
         config = config.replace(**{"openings.path": str(path),
                                    "openings.empty_fraction": empty_fraction,
                                    "openings.shift": shift})
-        opening_moves = config.selfplay_opening_set().tolist()
+        opening_moves = files.selfplay_opening_set(config).tolist()
         # Shifted by up to one point: 9 + 9 + 1 placements of the three openings.
         assert len(opening_moves) == (19 if shift else 3)
     start = lambda i: [] if i == openings.EMPTY else opening_moves[i]  # noqa: E731
@@ -206,19 +207,27 @@ def test_killed_continuous_run_resumes_equal_to_unbroken(tmp_path):
 
 
 def test_opening_config_errors_name_the_field(tmp_path):
+    """A config is data: it names a file without reading it. ``files.check``
+    reads it (the commands do, before anything compiles), and a file that is
+    missing or does not fit is a ConfigError naming the field."""
     from agz_jax.config.schema import ConfigError
 
+    def check(path):
+        return files.check(Config(openings=OpeningsConfig(path=path)))
+
+    missing = Config(openings=OpeningsConfig(path=str(tmp_path / "missing.txt")))
     with pytest.raises(ConfigError, match="openings.path.*is not a file"):
-        Config(openings=OpeningsConfig(path=str(tmp_path / "missing.txt")))
+        files.check(missing)
     bad = tmp_path / "bad.txt"
     bad.write_text("7,7 7,8\n7,7 20,1\n")
     with pytest.raises(ConfigError, match="line 2: 20,1 is off the 15x15 board"):
-        Config(openings=OpeningsConfig(path=str(bad)))
+        check(str(bad))
     bad.write_text("7,7 7,8\n7,7 7,8 8,8\n")
     with pytest.raises(ConfigError, match="line 2: 3 stones"):
-        Config(openings=OpeningsConfig(path=str(bad)))
+        check(str(bad))
     with pytest.raises(ConfigError, match="no shipped opening set 'nope'"):
-        Config(openings=OpeningsConfig(path="nope"))
+        check("nope")
+    assert check("balanced15").openings.path == "balanced15"
     with pytest.raises(ConfigError, match="openings.empty_fraction must be in"):
         Config(openings=OpeningsConfig(empty_fraction=1.5))
 

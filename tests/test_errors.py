@@ -155,6 +155,9 @@ def test_curriculum_says_how_to_get_past_a_damaged_stage_checkpoint(tmp_path, ca
     (["--search.reuse"], "search.reuse applies to search.algorithm=puct only"),
     (["--preset", "huge"], "unknown preset 'huge'"),
     (["stray"], "unexpected argument 'stray'"),
+    (["--out", "{tmp}/run", "--openings.path", "nope"],
+     "openings.path: no shipped opening set 'nope'"),
+    (["--out", "{tmp}/run", "--openings.path", "{tmp}/afile"], "openings.path:"),
 ])
 def test_selfplay_mistakes_are_one_line(tmp_path, capsys, argv, says):
     (tmp_path / "afile").write_text("")
@@ -162,6 +165,7 @@ def test_selfplay_mistakes_are_one_line(tmp_path, capsys, argv, says):
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     assert selfplay_cli.main(argv) == 2
     assert says.replace("{tmp}", str(tmp_path)) in one_line_error(capsys.readouterr().err)
+    assert not (tmp_path / "run").exists()  # refused before anything is made
 
 
 def test_resume_refuses_other_settings_and_accepts_its_own(tmp_path):

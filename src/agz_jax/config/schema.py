@@ -81,7 +81,6 @@ class Config:
                 self.train.min_replay)
         if self.parallel.devices:
             self.check_devices(self.parallel.devices)
-        self.opening_set()  # a missing or unfitting file fails here, before compiling
 
     # Options that only one search algorithm reads: set for the other, they
     # would be ignored, so they are refused (left at their defaults, they are).
@@ -104,28 +103,6 @@ class Config:
                     f"applies to search.algorithm={other} only, and this config searches with "
                     f"{algorithm}: leave it at its default ({default!r}) or change the "
                     "algorithm", value)
-
-    def opening_set(self):
-        """The opening set int32[K, M] of ``openings.path`` for this board, or None
-        (ConfigError naming ``openings.path`` if it cannot be read or does not fit)."""
-        if not self.openings.path:
-            return None
-        from agz_jax.game import openings
-
-        try:
-            return openings.load(self.openings.path, self.game.size)
-        except (openings.OpeningsError, OSError) as e:
-            raise ConfigError(f"openings.path: {e}") from None
-
-    def selfplay_opening_set(self):
-        """The openings self-play draws from: ``opening_set`` with every translation
-        of each opening by up to ``openings.shift`` points (``openings.translated``)."""
-        moves = self.opening_set()
-        if moves is None or not self.openings.shift:
-            return moves
-        from agz_jax.game import openings
-
-        return openings.translated(moves, self.game.size, self.openings.shift)
 
     def check_devices(self, devices: int) -> None:
         """The global batches must split evenly over ``devices`` (ConfigError if not)."""

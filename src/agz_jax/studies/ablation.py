@@ -49,6 +49,7 @@ import re
 import tomllib
 from pathlib import Path
 
+from agz_jax.config import files
 from agz_jax.config.presets import get_preset
 from agz_jax.config.schema import Config, ConfigError
 from agz_jax.studies import sweep
@@ -203,7 +204,7 @@ def parse(source: dict, where: str = "ablation") -> Plan:
         if key in common:
             raise _err(f"{where}: common", f"must not set {key} (the sweep sets it)")
     try:
-        base = get_preset(source["preset"]).replace(**common)
+        base = files.check(get_preset(source["preset"]).replace(**common))
     except ConfigError as e:
         raise _err(f"{where}: common:", str(e)) from None
     if base.selfplay.continuous:
@@ -249,7 +250,7 @@ def parse(source: dict, where: str = "ablation") -> Plan:
             raise _err(f"{at}.curriculum_reference", "needs a curriculum table")
         arm = Arm(arm_name, overrides, curriculum, cgames, reference)
         try:
-            arm_base = base.replace(**overrides)
+            arm_base = files.check(base.replace(**overrides))
         except ConfigError as e:
             raise _err(f"{at}.set:", str(e)) from None
         gpi = arm_base.selfplay.num_games

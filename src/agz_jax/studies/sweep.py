@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from agz_jax.config import files
 from agz_jax.config.schema import Config, ConfigError
 from agz_jax.training.cli import grid_points, parse_assignment
 
@@ -130,9 +131,9 @@ def grid(base: Config, seeds: list[int], sets: list[tuple[str, list]]) -> tuple[
     fixed = {k: v[0] for k, v in sets if len(v) == 1}
     axes = [(k, v) for k, v in sets if len(v) > 1]
     base = base.replace(**fixed) if fixed else base
-    runs = [Run(s, seed, base.replace(**dict(s), seed=seed))
+    runs = [Run(s, seed, files.check(base.replace(**dict(s), seed=seed)))
             for s in grid_points(axes) for seed in seeds]
-    return base, runs
+    return files.check(base), runs
 
 
 def to_flags(overrides: dict) -> list[str]:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from agz_jax.config import files
 from agz_jax.config.presets import PRESETS, get_preset
 from agz_jax.config.schema import Config, ConfigError
 
@@ -275,7 +276,7 @@ def parse_run(command: RunCommand, argv: Sequence[str]) -> tuple[argparse.Namesp
     if args.out is None:
         args.out = command.default_out(args.preset or command.default_preset)
     check_out(args.out)
-    return args, config
+    return args, files.check(config)  # the opening set read before anything compiles
 
 
 # The exit status of a job stopped by Ctrl-C (128 + SIGINT, as a shell reports it);

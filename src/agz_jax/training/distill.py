@@ -58,6 +58,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from agz_jax.config import files
 from agz_jax.config.schema import Config, ConfigError
 from agz_jax.game import openings as opening_sets
 from agz_jax.game import symmetry
@@ -473,7 +474,7 @@ def distil(teacher: models.Model, config: Config, settings: Settings, out: Path,
                                          settings.simulations))
     else:
         play = jax.jit(make_policy_games(tcfg, rules, teacher.nets, settings.games_per_batch,
-                                         settings.temperature, tcfg.selfplay_opening_set()))
+                                         settings.temperature, files.selfplay_opening_set(tcfg)))
     record = {"teacher": {"name": teacher.name, "path": str(teacher.path),
                           "step": teacher.step, "sha256": sha256(teacher.path),
                           "net": dataclasses.asdict(teacher.config.net),

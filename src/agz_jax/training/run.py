@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agz_jax.base import clock
+from agz_jax.config import files
 from agz_jax.config.schema import Config
 from agz_jax.game.gomoku import Rules
 from agz_jax.match import arena
@@ -80,7 +81,7 @@ def build(config: Config) -> Components:
     gamma = config.decay.gamma
     searcher = Searcher.of(config, rules, nets)
     sharder = parallel.Sharder(parallel.make_mesh(config))
-    openings = config.opening_set()
+    openings = files.opening_set(config)
     if config.selfplay.continuous:
         start_slots, play = make_continuous(config, rules, nets, shard=sharder.constrain)
     else:

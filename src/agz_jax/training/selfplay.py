@@ -18,6 +18,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from agz_jax.config import files
 from agz_jax.config.schema import Config
 from agz_jax.game import openings as opening_sets
 from agz_jax.game.gomoku import Rules, State
@@ -83,7 +84,7 @@ def make_selfplay(config: Config, rules: Rules, nets: Networks, shard=None):
     lockstep self-play, all games from their first move in one scan.
 
     With ``openings.path`` set, each game starts from an opening drawn by
-    ``key`` (from ``config.selfplay_opening_set()``: moved by up to
+    ``key`` (from ``files.selfplay_opening_set(config)``: moved by up to
     ``openings.shift`` points); the trajectory then holds the players' moves only.
 
     ``shard(tree, axis)``, if given, constrains the game axis of the states and
@@ -91,7 +92,7 @@ def make_selfplay(config: Config, rules: Rules, nets: Networks, shard=None):
     it changes where the games are played, not the numbers.
     """
     num_games = config.selfplay.num_games
-    openings = config.selfplay_opening_set()
+    openings = files.selfplay_opening_set(config)
     empty = config.openings.empty_fraction
     # A game from an opening has that many fewer moves to play, unless some start empty.
     num_steps = rules.num_actions - (0 if openings is None or empty else openings.shape[1])
@@ -159,7 +160,7 @@ class Slots(NamedTuple):
     to_play: int32[B, T] their colours to move.
     length: int32[B] positions recorded so far in each slot's game.
     opening: int32[B] the opening each game started from (an index into
-      ``config.selfplay_opening_set()``),
+      ``files.selfplay_opening_set(config)``),
       ``openings.EMPTY`` (-1) for the empty board.
     """
 
@@ -211,7 +212,7 @@ def make_continuous(config: Config, rules: Rules, nets: Networks, refill: bool =
     mean length (in searched positions) and results (fractions of them).
     """
     num_games = config.selfplay.num_games
-    openings = config.selfplay_opening_set()
+    openings = files.selfplay_opening_set(config)
     gamma = config.decay.gamma
     T = rules.num_actions
     shard = shard or (lambda tree, axis: tree)
