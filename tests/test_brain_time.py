@@ -84,21 +84,27 @@ def opening(rules):
 
 
 def test_play_settings(model):
-    """Under a time limit: PUCT with reuse in a tree of PLAY_CAPACITY; without
-    one: the model's own search of its own count. Flags set both."""
+    """Under a time limit: PUCT with reuse and the play-time c_puct in a tree of
+    PLAY_CAPACITY; without one: the model's own search of its own count. Flags
+    set both."""
     own = model.config.search
     plan = play_settings(model, flags())
     assert plan["timed"] == dict(max_simulations=engine.PLAY_CAPACITY, algorithm="puct",
-                                 reuse=True, c_puct=None, leaves=0,
+                                 reuse=True, c_puct=engine.PLAY_C_PUCT, leaves=0,
                                  threads=min(2, os.cpu_count() or 1), fpu=None, vcf=True,
                                  threat_values=None)
     assert plan["untimed"] == dict(max_simulations=MODEL_SIMS, algorithm="gumbel",
                                    reuse=False, c_puct=None, leaves=0, threads=1, fpu=None,
                                    vcf=True, threat_values=None)
     assert plan["simulations"] == own.num_simulations == MODEL_SIMS
-    # One PUCT search for every move: one engine, the untimed count run in the big tree.
-    plan = play_settings(model, flags("--algorithm", "puct", "--reuse", "--sims", "100"))
+    # One PUCT search for every move, c_puct given: one engine, the untimed count
+    # run in the big tree; with the play-time c_puct against the model's, two.
+    plan = play_settings(model, flags("--algorithm", "puct", "--reuse", "--sims", "100",
+                                      "--c-puct", "3"))
     assert plan["untimed"] is None and plan["simulations"] == 100
+    plan = play_settings(model, flags("--algorithm", "puct", "--reuse", "--sims", "100"))
+    assert plan["timed"]["c_puct"] == engine.PLAY_C_PUCT != own.c_puct
+    assert plan["untimed"]["c_puct"] is None  # the model's own
     assert plan["timed"]["reuse"] and plan["timed"]["max_simulations"] == engine.PLAY_CAPACITY
     plan = play_settings(model, flags("--sims", "20000", "--no-reuse", "--c-puct", "2.5",
                                       "--leaves", "8", "--fpu", "0.2", "--threads", "2"))

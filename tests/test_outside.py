@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from agz_jax.nets import models
 from agz_jax.play import piskvork, piskvork_games
 from agz_jax.play.piskvork import Piskvork, Settings
 from agz_jax.play.piskvork_games import play_game
@@ -341,6 +342,12 @@ def test_engine_args_reach_pbrain_and_name_the_candidate(tiny):
     assert c.argv[-4:] == ["--fpu", "0.2", "--c-puct", "3"]
     assert c.name == f"pbrain:{tiny}[--fpu 0.2 --c-puct 3]@1000ms"
     assert outside.candidate(spec, 1000).name == f"pbrain:{tiny}@1000ms"
+    # mcts:MODEL:SIMS is the model's own search: SIMS in one tree, its c_puct.
+    mcts = outside.candidate(outside.candidate_spec(f"mcts:{tiny}:40:puct"), 1000)
+    own = mcts.argv[mcts.argv.index("--c-puct") + 1]
+    assert float(own) == models.load(str(tiny)).config.search.c_puct
+    assert mcts.argv[mcts.argv.index("--threads") + 1] == "1"
+    assert mcts.argv[mcts.argv.index("--sims") + 1] == "40"
 
 
 def test_each_ledger_keeps_its_own_table(tmp_path):

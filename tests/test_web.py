@@ -449,7 +449,8 @@ def test_host_option_and_json_bounds():
 
 
 @pytest.mark.parametrize("argv", [["--sims", "0"], ["--max-sims", "0"], ["--sims", "-1"],
-                                  ["--max-seconds", "0"], ["--max-seconds", "nan"]])
+                                  ["--max-seconds", "0"], ["--max-seconds", "nan"],
+                                  ["--c-puct", "0"]])
 def test_zero_or_negative_limits_are_refused(capsys, monkeypatch, argv):
     """0 is no limit the board could use (not "the default"): refused like a
     negative one, before the model is loaded."""
@@ -822,3 +823,19 @@ def test_analysis_board_in_chromium(server, browser, tmp_path):
     assert all(u.startswith(server.rstrip("/")) or u.startswith("blob:") for u in requests), [
         u for u in requests if not u.startswith(server.rstrip("/"))]
     page.close()
+
+
+@pytest.mark.parametrize("front", ["web", "brain"])
+def test_a_thread_count_out_of_range_is_refused(capsys, monkeypatch, front):
+    """One tree a board symmetry: 1 to 8 trees, said in one line before the
+    model is loaded, by the web board and pbrain-agz alike."""
+    from agz_jax.nets import models
+    from agz_jax.play import brain
+
+    monkeypatch.setattr(models, "load", lambda *a: pytest.fail("the model was loaded"))
+    for threads in ("0", "9"):
+        with pytest.raises(SystemExit) as e:
+            (web if front == "web" else brain).main(["--threads", threads])
+        assert e.value.code == 2
+        err = capsys.readouterr().err.splitlines()[-1]
+        assert f"--threads must be 1 to 8 (one tree a board symmetry), got {threads}" in err

@@ -69,11 +69,13 @@ has one it searches only among the moves that stop it.
 Search: under a time limit the search uses the move's whole budget: it runs
 until the budget is spent or its tree (``--max-sims``, default
 ``engine.PLAY_CAPACITY`` = 8192 simulations) is full, whatever the model's
-training simulation count. Its default is PUCT with the model's c_puct and
-subtree reuse: the tree under the engine's move and the opponent's reply is
-carried to the next move, and its visits count. (Gumbel's sequential halving is
-scheduled for a fixed budget, so a Gumbel search cut short by the clock has
-visited its considered moves unevenly; PUCT has no such schedule.) Without any
+training simulation count. Its default is PUCT with c_puct 2.5
+(``engine.PLAY_C_PUCT``, chosen by measurement; the model's own c_puct is for
+self-play's exploration) and subtree reuse: the tree under the engine's move
+and the opponent's reply is carried to the next move, and its visits count.
+(Gumbel's sequential halving is scheduled for a fixed budget, so a Gumbel
+search cut short by the clock has visited its considered moves unevenly;
+PUCT has no such schedule.) Without any
 time limit a move runs ``--sims`` simulations (default: the model's
 ``search.num_simulations``) of the model's own search, as trained (compiled at
 the first such move). ``--algorithm``, ``--reuse`` and ``--c-puct`` set the
@@ -137,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
                              "(PUCT only); default: on for puct under a time limit, the "
                              "model's own search.reuse otherwise")
     parser.add_argument("--c-puct", type=float, default=None,
-                        help="PUCT's exploration constant; default: the model's search.c_puct")
+                        help="PUCT's exploration constant; default: 2.5 under a time limit "
+                             "(engine.PLAY_C_PUCT), the model's search.c_puct without one")
     parser.add_argument("--fpu", type=float, default=None, metavar="REDUCTION",
                         help="PUCT's first-play urgency: an unvisited move is valued at its "
                              "position's value less REDUCTION (search.qtransform parent); "
@@ -235,29 +238,32 @@ def play_settings(model, args) -> dict:
     timed engine serves the moves without a time limit too), ``simulations``
     the count of an untimed move.
     """
-    from agz_jax.play.engine import PLAY_CAPACITY, default_threads
+    from agz_jax.play.engine import PLAY_C_PUCT, PLAY_CAPACITY, default_threads
 
     own = model.config.search
     sims = own.num_simulations if args.sims is None else args.sims
     capacity = args.max_sims if args.max_sims is not None else max(PLAY_CAPACITY, sims)
     algorithm = args.algorithm or "puct"
     reuse = args.reuse if args.reuse is not None else algorithm == "puct"
-    def engine_args(max_simulations: int, algorithm: str, reuse: bool) -> dict:
+    def engine_args(max_simulations: int, algorithm: str, reuse: bool,
+                    c_puct: float | None = args.c_puct) -> dict:
         puct = algorithm == "puct"  # leaves, threads and first-play urgency are PUCT's
         return dict(max_simulations=max_simulations, algorithm=algorithm, reuse=reuse,
-                    c_puct=args.c_puct, leaves=args.leaves if puct else 0,
+                    c_puct=c_puct if puct else None, leaves=args.leaves if puct else 0,
                     threads=(args.threads if args.threads is not None else
                              default_threads(algorithm)) if puct else 1,
                     fpu=args.fpu if puct else None, vcf=args.vcf,
                     threat_values=args.threat_values)
 
-    timed = engine_args(capacity, algorithm, reuse)
+    timed = engine_args(capacity, algorithm, reuse,
+                        PLAY_C_PUCT if args.c_puct is None else args.c_puct)
     untimed_algorithm = args.algorithm or own.algorithm
     untimed_reuse = (args.reuse if args.reuse is not None else own.reuse) \
         if untimed_algorithm == "puct" else False
     untimed = engine_args(sims, untimed_algorithm, untimed_reuse)
     # PUCT has no schedule: a bigger tree runs the same search of ``sims``.
-    same = (untimed_algorithm, untimed_reuse) == (algorithm, reuse) and algorithm == "puct"
+    same = ((untimed_algorithm, untimed_reuse) == (algorithm, reuse) and algorithm == "puct"
+            and (untimed["c_puct"] or own.c_puct) == timed["c_puct"])
     return {"model": model, "simulations": sims, "timed": timed,
             "untimed": None if same else untimed}
 

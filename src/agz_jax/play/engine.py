@@ -101,6 +101,14 @@ simulations/s on 2 cores, 8192 holds a 3 s move with room to spare, and with
 subtree reuse the carried visits count towards it."""
 
 
+PLAY_C_PUCT = 2.5
+"""PUCT's exploration constant for time-limited play (``pbrain-agz``, the web
+board), where the model's own ``search.c_puct`` (5 for the shipped models) is
+for self-play's exploration. Chosen by measurement against Rapfi at 1 s a
+move (docs/outside.md, "The play-time c_puct"): a lower constant reads the
+likelier lines deeper."""
+
+
 VCF_SHARE = 0.3
 """The share of a timed move's budget the VCF reading (``Engine(vcf=True)``)
 may take; past it the move is searched without it."""

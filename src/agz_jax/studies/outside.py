@@ -132,8 +132,9 @@ def candidate(spec: players.Spec, turn_ms: int, name: str | None = None,
     of the spec (default ``model_name``), before the clock is added;
     ``engine_args``: more ``pbrain-agz`` flags (named in the candidate's name)."""
     argv = [*pbrain_command(), "--model", str(spec.run_dir), *shlex.split(engine_args)]
-    if spec.kind == "mcts":  # at most SIMS simulations a move in one tree, clock or not
-        argv += ["--sims", str(spec.sims), "--max-sims", str(spec.sims), "--threads", "1"]
+    if spec.kind == "mcts":  # the model's search: at most SIMS simulations in one tree
+        argv += ["--sims", str(spec.sims), "--max-sims", str(spec.sims), "--threads", "1",
+                 "--c-puct", f"{spec.config.search.c_puct:g}"]
         if spec.algorithm:
             argv += ["--algorithm", spec.algorithm]
     base = name or model_name(spec)

@@ -11,8 +11,8 @@ game as a list of actions (``row * size + col``), which the server replays and
 validates before it answers. This module is the HTTP layer; the API's
 answers are ``agz_jax.play.web.api``'s.
 
-The search is PUCT with the model's c_puct (``--algorithm gumbel`` for the
-model's Gumbel search): PUCT has no schedule, so an analysis can go on growing
+The search is PUCT with c_puct 2.5 (``engine.PLAY_C_PUCT``; ``--algorithm
+gumbel`` for the model's Gumbel search): PUCT has no schedule, so an analysis can go on growing
 its tree for as long as its position stands, up to ``--max-sims`` (default
 ``engine.PLAY_CAPACITY``, 8192 simulations).
 
@@ -333,7 +333,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="the tree's capacity: the most simulations a move or an analysis "
                              "may have (default: 8192, or --sims if larger)")
     parser.add_argument("--algorithm", choices=("puct", "gumbel"), default=None,
-                        help="search algorithm (default: puct, with the model's c_puct)")
+                        help="search algorithm (default: puct)")
+    parser.add_argument("--c-puct", type=float, default=None,
+                        help="PUCT's exploration constant (default: 2.5, "
+                             "engine.PLAY_C_PUCT, chosen by measurement)")
     parser.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=None,
                         help="keep the subtree under the moves played for the next search "
                              "(PUCT only; default: the model's own search.reuse)")
@@ -363,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
                      "every search: lower --sims or raise --max-sims")
     if args.leaves < 0:
         parser.error(f"--leaves must be 0 or more, got {args.leaves}")
+    if args.c_puct is not None and not args.c_puct > 0:
+        parser.error(f"--c-puct must be positive, got {args.c_puct}")
     if args.threads is not None and not 1 <= args.threads <= 8:
         parser.error(f"--threads must be 1 to 8 (one tree a board symmetry), got {args.threads}")
     if not args.timeout > 0 or args.max_connections < 1:
@@ -395,6 +400,8 @@ def main(argv: list[str] | None = None) -> int:
                                                     if args.max_sims is None else args.max_sims),
                             algorithm=args.algorithm or "puct", reuse=args.reuse,
                             leaves=args.leaves,
+                            c_puct=None if args.algorithm == "gumbel" else (
+                                engine.PLAY_C_PUCT if args.c_puct is None else args.c_puct),
                             threads=(args.threads if args.threads is not None else
                                      engine.default_threads(args.algorithm or "puct")))
     except ValueError as e:  # a ConfigError too (--reuse or --leaves with gumbel)
