@@ -10,6 +10,8 @@ from test_brain import SIZE, Brain, board_cmd, parse_move
 from tiny_models import compile_lock, random_model, xla_cache_dir
 
 from agz_jax.game import renju
+from agz_jax.game.gomoku import Rules
+from agz_jax.play.engine import winning_line
 
 
 @pytest.fixture(scope="module")
@@ -84,6 +86,8 @@ def test_a_turn_onto_a_forbidden_point_is_refused_and_the_engine_never_plays_one
         ours = parse_move(reply)
         assert renju.foul_code(board, ours) == 0 and board[ours] == 0, reply
         board[ours] = 1
+        if winning_line(Rules(SIZE, "renju"), board, ours):
+            break  # its five against random replies: the game is over
         theirs = int(rng.choice(np.flatnonzero(board == 0)))
         board[theirs] = -1
         reply = b.ask(f"TURN {theirs % SIZE},{theirs // SIZE}")
