@@ -839,3 +839,10 @@ def test_a_thread_count_out_of_range_is_refused(capsys, monkeypatch, front):
         assert e.value.code == 2
         err = capsys.readouterr().err.splitlines()[-1]
         assert f"--threads must be 1 to 8 (one tree a board symmetry), got {threads}" in err
+
+
+def test_the_thread_bound_is_the_board_symmetries():
+    from agz_jax.game import symmetry
+    from agz_jax.play import flags
+
+    assert flags.MAX_THREADS == symmetry.NUM_SYMMETRIES

@@ -98,6 +98,7 @@ import argparse
 import os
 import sys
 
+from agz_jax.play import flags
 from agz_jax.play.brain_commands import Brain
 from agz_jax.play.brain_text import MAX_LINE, ProtocolError, read_line
 
@@ -148,11 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leaves", type=int, default=0,
                         help="PUCT: leaves a step, evaluated in one batched net call with "
                              "virtual loss (leaf parallelism); 0 (default): one at a time")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="PUCT: trees of the position searched at once, one a thread, "
-                             "each under another board symmetry, their visits summed (root "
-                             "parallelism, 1 to 8); default: 2 on a machine with 2 or more "
-                             "cores, else 1")
+    flags.add_threads_flag(parser)
     parser.add_argument("--threat-values", action=argparse.BooleanOptionalAction, default=None,
                         help="value a searched position whose stones force a win within six "
                              "plies by that win (search.threat_values); default: the model's")
@@ -169,13 +166,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--sims, --max-sims and --chunk must be positive")
     if args.leaves < 0:
         parser.error(f"--leaves must be 0 or more, got {args.leaves}")
-    if args.threads is not None and not 1 <= args.threads <= 8:
-        parser.error(f"--threads must be 1 to 8 (one tree a board symmetry), got {args.threads}")
     if args.sims is not None and args.max_sims is not None and args.sims > args.max_sims:
         parser.error(f"--sims {args.sims} is more than --max-sims {args.max_sims}, the tree's "
                      "capacity: lower --sims or raise --max-sims")
-    if args.c_puct is not None and not args.c_puct > 0:
-        parser.error(f"--c-puct must be positive, got {args.c_puct}")
+    flags.check_search_flags(parser, args)
     if args.fpu is not None and not 0 <= args.fpu <= 2:
         parser.error(f"--fpu must be in 0..2, got {args.fpu}")
 

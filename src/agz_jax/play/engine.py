@@ -680,10 +680,11 @@ class Engine:
             stop = min(done + self.chunk, budget)
             tree = fns.chunk(self.variables, exact, jax.random.fold_in(start.key, done + 1),
                              tree, jnp.int32(stop))
-            out = [np.asarray(x) for x in fns.results(tree)]  # waits for the chunk
+            out = fns.results(tree)
+            out[0].block_until_ready()  # the chunk's end
             last = self.clock() - now
             done = stop
-        visits, value, q, action, _ = out or [np.asarray(x) for x in fns.results(tree)]
+        visits, value, q, action, _ = (np.asarray(x) for x in out or fns.results(tree))
         perm = _perm(self.size, start.lane)
         return _Grown(start.lane, tree, _unpermuted(visits.astype(np.float64), perm),
                       float(value), _unpermuted(q.astype(np.float64), perm),

@@ -60,6 +60,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from agz_jax.play import flags
 from agz_jax.play.web.api import BadRequest, Game, parse_json
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -343,10 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--leaves", type=int, default=0,
                         help="PUCT: leaves a step, evaluated in one batched net call with "
                              "virtual loss; 0 (default): one at a time")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="PUCT: trees of the position searched at once, one a thread, "
-                             "each under another board symmetry, their visits summed (1 to "
-                             "8); default: 2 on a machine with 2 or more cores, else 1")
+    flags.add_threads_flag(parser)
     parser.add_argument("--max-seconds", type=float, default=30.0,
                         help="a move's search stops after this long whatever --sims says")
     parser.add_argument("--timeout", type=float, default=10.0,
@@ -366,10 +364,7 @@ def main(argv: list[str] | None = None) -> int:
                      "every search: lower --sims or raise --max-sims")
     if args.leaves < 0:
         parser.error(f"--leaves must be 0 or more, got {args.leaves}")
-    if args.c_puct is not None and not args.c_puct > 0:
-        parser.error(f"--c-puct must be positive, got {args.c_puct}")
-    if args.threads is not None and not 1 <= args.threads <= 8:
-        parser.error(f"--threads must be 1 to 8 (one tree a board symmetry), got {args.threads}")
+    flags.check_search_flags(parser, args)
     if not args.timeout > 0 or args.max_connections < 1:
         parser.error("--timeout and --max-connections must be positive")
     for name in args.allow_host:
