@@ -13,10 +13,10 @@ in its legal mask; a superko repetition ends its game instead). Positions/s =
 games x plies / seconds, the best of ``--repeats`` runs after a compile run.
 
 With ``--replay`` the planes of examples drawn from stored move sequences
-(``go.replay.sample_batch``: 64 random legal games, replayed on the device,
+(``go.sampling.sample_batch``: 64 random legal games, replayed on the device,
 ``--replay-batch`` examples a batch, ``--per-game`` from each replayed game,
 each ladder mode of ``--ladders``, and "table": the ladder planes of every
-stored position computed once by ``go.replay.ladder_table``, then looked up),
+stored position computed once by ``go.sampling.ladder_table``, then looked up),
 beside the host path of ``go.dataset``
 (``go.sgf.replay`` then ``go.features`` of ``--host-positions`` positions).
 
@@ -120,40 +120,40 @@ def feature_speed(size: int, games: int, plies: int, repeats: int) -> dict:
 
 def replay_speed(size: int, batch: int, per_game: int, ladder: str, moves, offsets,
                  repeats: int, table=None) -> dict:
-    """Positions/s of ``go.replay.sample_batch``: ``batch`` examples drawn from the
-    store, ``per_game`` from each replayed game, all planes made on the device
-    (ladder plane by ``ladder``: a mode of ``go.replay.LADDER_MODES``, or
-    "table": looked up in ``table``, ``go.replay.ladder_table``'s), symmetries
+    """Positions/s of ``go.sampling.sample_batch``: ``batch`` examples drawn from
+    the store, ``per_game`` from each replayed game, all planes made on the
+    device (ladder plane by ``ladder``: a mode of ``go.planes.LADDER_MODES``, or
+    "table": looked up in ``table``, ``go.sampling.ladder_table``'s), symmetries
     applied."""
-    from agz_jax.go import replay  # noqa: PLC0415
+    from agz_jax.go import replay, sampling  # noqa: PLC0415
 
     s = replay.store(moves, offsets, size=size)
     if ladder == "table":
         s = s._replace(ladder=jnp.asarray(table))
-    fn = replay.sampler(replay.longest(offsets), size, batch, per_game, 0, True,
-                        jnp.float32, "none" if ladder == "table" else ladder)
+    fn = sampling.sampler(replay.longest(offsets), size, batch, per_game, 0, True,
+                          jnp.float32, "none" if ladder == "table" else ladder)
     first, best = time_it(lambda key: fn(key, s).planes, repeats)
-    return dict(size=size, impl=f"go.replay per_game={per_game} ladder={ladder}", games=batch,
+    return dict(size=size, impl=f"go.sampling per_game={per_game} ladder={ladder}", games=batch,
                 compile_s=round(first - best, 1), run_s=round(best, 3),
                 positions_per_s=round(batch / best))
 
 
 def table_speed(size: int, moves, offsets) -> tuple[dict, np.ndarray]:
-    """(the row, the table): positions/s of ``go.replay.ladder_table`` (the
+    """(the row, the table): positions/s of ``go.sampling.ladder_table`` (the
     ladder plane before every stored move, 8 games a call, ladder="auto"), one
     timed run after a compile run on the first 8 games."""
-    from agz_jax.go import replay  # noqa: PLC0415
+    from agz_jax.go import replay, sampling  # noqa: PLC0415
 
     s = replay.store(moves, offsets, size=size)
     length = replay.longest(offsets)
     head = replay.store(moves[:offsets[8]], offsets[:9], size=size)
     t = time.perf_counter()
-    replay.ladder_table(head, size, length)
+    sampling.ladder_table(head, size, length)
     first = time.perf_counter() - t
     t = time.perf_counter()
-    table = replay.ladder_table(s, size, length)
+    table = sampling.ladder_table(s, size, length)
     spent = time.perf_counter() - t
-    return dict(size=size, impl="go.replay.ladder_table", games=len(moves),
+    return dict(size=size, impl="go.sampling.ladder_table", games=len(moves),
                 compile_s=round(first - spent * offsets[8] / len(moves), 1),
                 run_s=round(spent, 3), positions_per_s=round(len(moves) / spent)), table
 
@@ -257,13 +257,13 @@ def main(argv=None):
     p.add_argument("--features", action="store_true",
                    help="also the feature planes' speed (go.features)")
     p.add_argument("--replay", action="store_true",
-                   help="also the planes made on the device from stored games (go.replay), "
+                   help="also the planes made on the device from stored games (go.sampling), "
                         "beside the host path of go.dataset")
     p.add_argument("--replay-batch", type=int, default=128, help="examples per --replay batch")
     p.add_argument("--per-game", default="1,16", help="--replay: examples per replayed game")
     p.add_argument("--ladders", default="none,auto,table",
-                   help="--replay: ladder modes (go.replay.LADDER_MODES: auto, map, pool, "
-                        "vmap, none; or table: go.replay.ladder_table built, then looked up)")
+                   help="--replay: ladder modes (go.planes.LADDER_MODES: auto, map, pool, "
+                        "vmap, none; or table: go.sampling.ladder_table built, then looked up)")
     p.add_argument("--host-positions", type=int, default=32,
                    help="--replay: positions of the host path's row (0: no host row)")
     p.add_argument("--json", action="store_true")
@@ -284,7 +284,7 @@ def main(argv=None):
         if args.replay_batch < 1 or any(k < 1 or args.replay_batch % k for k in per_game):
             p.error(f"--per-game values must divide --replay-batch {args.replay_batch}, "
                     f"got {args.per_game!r}")
-        from agz_jax.go.replay import LADDER_MODES  # noqa: PLC0415
+        from agz_jax.go.planes import LADDER_MODES  # noqa: PLC0415
 
         bad = set(args.ladders.split(",")) - set(LADDER_MODES) - {"table"}
         if bad:

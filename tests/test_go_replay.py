@@ -1,7 +1,8 @@
-"""Planes made on the device from stored move sequences (``agz_jax.go.replay``)
-against the host path (``go.sgf.replay`` of each game, then ``go.features``,
-as ``go.dataset`` builds them), on random legal games with captures, kos and
-passes; the sampler's draws, targets, symmetries and fixed shapes."""
+"""Planes made on the device from stored move sequences (``go.replay``,
+``go.planes``, ``go.sampling``) against the host path (``go.sgf.replay`` of
+each game, then ``go.features``, as ``go.dataset`` builds them), on random
+legal games with captures, kos and passes; the sampler's draws, targets,
+symmetries and fixed shapes."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ import numpy as np
 import pytest
 
 from agz_jax.game import symmetry
+from agz_jax.go import planes as PL
 from agz_jax.go import replay as RP
+from agz_jax.go import sampling as SM
 from agz_jax.go import sgf
 from agz_jax.go.dataset import planes_of
 
@@ -75,17 +78,17 @@ def compare(size: int, games, count: int, modes, kos: bool = True) -> None:
             < np.asarray(states.board).astype(bool).sum(1)[:-1]).any()
     host = planes_of(sgf.replay_rules(size), jax.tree.map(lambda x: x[sel], states), 0,
                      batch=count)
-    assert host[..., RP.LADDER_CHANNEL].any()  # some ladder moves to agree on
+    assert host[..., PL.LADDER_CHANNEL].any()  # some ladder moves to agree on
     s = RP.store(moves, offsets, size=size)
     length = RP.longest(offsets)
     if size == 9:  # the ladder table: the same plane, before every move
-        table = RP.ladder_table(s, size, length, games=8, ladder="map")
+        table = SM.ladder_table(s, size, length, games=8, ladder="map")
         flat = offsets[game[sel]] + ply[sel]
         np.testing.assert_array_equal(
-            np.asarray(RP.unpack(jnp.asarray(table[flat]), size * size)),
-            host[..., RP.LADDER_CHANNEL].reshape(len(sel), -1).astype(bool))
+            np.asarray(PL.unpack(jnp.asarray(table[flat]), size * size)),
+            host[..., PL.LADDER_CHANNEL].reshape(len(sel), -1).astype(bool))
     for mode in modes:
-        fn = jax.jit(functools.partial(RP.examples_at, RP.replay_rules(size), length=length,
+        fn = jax.jit(functools.partial(SM.examples_at, RP.replay_rules(size), length=length,
                                        ranks=0, ladder=mode))
         x, p, target = fn(s=s, game=jnp.asarray(game[sel]), ply=jnp.asarray(ply[sel])[:, None])
         np.testing.assert_array_equal(np.asarray(x), host, err_msg=f"ladder={mode}")
@@ -118,7 +121,7 @@ def test_store_counts_examples_not_passes():
 
 def test_draw_is_uniform_over_examples():
     games, moves, _, s = nine()
-    game, ply = jax.jit(RP.draw, static_argnums=(2, 3))(jax.random.PRNGKey(0), s, 4000, 8)
+    game, ply = jax.jit(SM.draw, static_argnums=(2, 3))(jax.random.PRNGKey(0), s, 4000, 8)
     flat = np.asarray(s.offsets)[np.asarray(game)][:, None] + np.asarray(ply)
     assert (moves[flat] < 81).all()  # never a pass
     # each game's share of the draws is its share of the examples
@@ -139,7 +142,7 @@ def test_sample_batch_jit_shapes_targets_and_symmetries():
 
     def counted(*args, **kwargs):
         traces.append(1)
-        return RP.sample_batch(*args, **kwargs)
+        return SM.sample_batch(*args, **kwargs)
 
     kw = dict(batch_size=16, length=length, size=size, per_game=4, ladder="none")
     plain = jax.jit(functools.partial(counted, symmetries=False, **kw))
@@ -174,11 +177,11 @@ def test_first_plies_agree_with_the_reader():
 
     @jax.jit
     def pairs(key):
-        game, ply = RP.draw(key, s, 16, 8)
+        game, ply = SM.draw(key, s, 16, 8)
         before, hashes = RP.replay(RP.replay_rules(size),
                                    RP.game_moves(s, game, RP.longest(offsets)))
-        p = RP.positions(before, hashes, jnp.repeat(jnp.arange(16), 8), ply.reshape(-1))
-        legal = jax.vmap(functools.partial(RP.legality, size))(p)
+        p = PL.positions(before, hashes, jnp.repeat(jnp.arange(16), 8), ply.reshape(-1))
+        legal = jax.vmap(functools.partial(PL.legality, size))(p)
         me = (1 - 2 * p.to_play).astype(jnp.int8)
         mv, prey, valid = jax.vmap(lambda b, c, m, lg: ladder.candidates(size, b, c, m, lg, 8))(
             p.board, p.chain, me, legal)
@@ -187,7 +190,7 @@ def test_first_plies_agree_with_the_reader():
 
         def both(w, m, q):
             b, c = p.board[w], p.chain[w]
-            return (RP.first_plies(size, b, c, me[w], m, q, ladder.default_depth(size)),
+            return (PL.first_plies(size, b, c, me[w], m, q, ladder.default_depth(size)),
                     ladder.read(size, b, c, me[w], m, q))
 
         quick, full = jax.lax.map(lambda x: both(*x), (who, mv, prey))
@@ -207,7 +210,7 @@ def test_bench_replay_rows(capsys):
                           "--replay", "--replay-batch", "8", "--per-game", "4",
                           "--ladders", "none", "--host-positions", "0", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["rows"]
-    assert [r["impl"] for r in rows][-1] == "go.replay per_game=4 ladder=none"
+    assert [r["impl"] for r in rows][-1] == "go.sampling per_game=4 ladder=none"
     assert rows[-1]["positions_per_s"] > 0
 
 
@@ -244,7 +247,7 @@ def test_setup_stones_and_ranks():
     keep = np.concatenate(games) < a
     host = planes_of(sgf.replay_rules(size), jax.tree.map(lambda x: x[keep], stacked), 9,
                      batch=32)
-    fn = jax.jit(functools.partial(RP.examples_at, RP.replay_rules(size), length=9, ranks=9,
+    fn = jax.jit(functools.partial(SM.examples_at, RP.replay_rules(size), length=9, ranks=9,
                                    ladder="map"))
     x, _, _ = fn(s=s, game=jnp.asarray(game[keep]), ply=jnp.asarray(ply[keep])[:, None])
     np.testing.assert_array_equal(np.asarray(x), host)
@@ -258,13 +261,13 @@ def test_ladder_table_is_looked_up():
     size = 9
     games, moves, offsets, s = nine()
     table = np.random.default_rng(0).integers(0, 2**32, (len(moves), 3), dtype=np.uint32)
-    fn = jax.jit(functools.partial(RP.sample_batch, batch_size=32, length=RP.longest(offsets),
+    fn = jax.jit(functools.partial(SM.sample_batch, batch_size=32, length=RP.longest(offsets),
                                    size=size, per_game=8, symmetries=False, ladder="none"))
     b = fn(jax.random.PRNGKey(4), s._replace(ladder=jnp.asarray(table)))
     at = offsets[np.asarray(b.game)] + np.asarray(b.ply)
-    want = np.asarray(RP.unpack(jnp.asarray(table[at]), size * size))
+    want = np.asarray(PL.unpack(jnp.asarray(table[at]), size * size))
     np.testing.assert_array_equal(
-        np.asarray(b.planes)[..., RP.LADDER_CHANNEL].reshape(32, -1), want)
+        np.asarray(b.planes)[..., PL.LADDER_CHANNEL].reshape(32, -1), want)
 
 
 def test_superko_legality_from_the_game_history():
@@ -282,9 +285,9 @@ def test_superko_legality_from_the_game_history():
         before, hashes = RP.replay(RP.replay_rules(size), RP.game_moves(s, game, length))
         flat = jnp.tile(jnp.arange(length), game.shape[0])
         local = jnp.repeat(jnp.arange(game.shape[0]), length)
-        p = RP.positions(before, hashes, local, flat)
-        ours = jax.vmap(functools.partial(RP.legality, size))(p)
-        simple = jax.vmap(lambda q: RP.after_move(size, q.board, q.chain,
+        p = PL.positions(before, hashes, local, flat)
+        ours = jax.vmap(functools.partial(PL.legality, size))(p)
+        simple = jax.vmap(lambda q: PL.after_move(size, q.board, q.chain,
                                                    (1 - 2 * q.to_play).astype(jnp.int8),
                                                    q.ko)[2])(p)
         return ours, simple

@@ -1,9 +1,9 @@
 """Move prediction trained on a store of human games (``go.games``), planes made
-on the device (``go.replay``).
+on the device (``go.sampling``).
 
 ``go.movepred.train`` gathers precomputed planes from a ``go.dataset``; here
 each jitted training step draws its own mini-batch with
-``replay.sample_batch`` from the training store (moves only, about 2 bytes a
+``sampling.sample_batch`` from the training store (moves only, about 2 bytes a
 move): the games are replayed, the Table 1 planes computed and a random
 symmetry applied inside the step, so a store of 600,000 19x19 games fits in
 memory where its planes would not. Held-out accuracy is measured on a fixed
@@ -11,10 +11,10 @@ sample of positions of another split (``eval_set``: drawn once, one position
 a game drawn, no symmetry), ranked among the legal points as in
 ``go.movepred.evaluate``, with a 95% interval (Wilson).
 
-The ladder plane: ``Config.ladder`` is ``replay.planes``' ladder mode; the
+The ladder plane: ``Config.ladder`` is ``go.planes.planes``' ladder mode; the
 default ``"none"`` leaves the plane (channel 26) zero in training and
 evaluation alike. Reading ladders in every batch costs about 1 s a batch on a
-CPU and ``replay.ladder_table`` (211 positions/s) would take a week for the
+CPU and ``sampling.ladder_table`` (211 positions/s) would take a week for the
 TYGEM store's 128 million positions: not affordable here. No rank planes (a
 constant plane: ``ranks=0``).
 
@@ -40,9 +40,10 @@ import numpy as np
 import optax
 
 from agz_jax.go import games as games_lib
-from agz_jax.go import movepred, replay
+from agz_jax.go import movepred, replay, sampling
 from agz_jax.go import net as net_lib
 from agz_jax.go.features import channel, num_channels
+from agz_jax.go.planes import LADDER_MODES
 
 SIZE = 19
 LEGAL = channel("legal", 0)
@@ -55,7 +56,7 @@ class Config:
     steps: int = 1000
     batch_size: int = 64
     per_game: int = 16
-    """Positions drawn from each replayed game of a batch (``replay.draw``:
+    """Positions drawn from each replayed game of a batch (``sampling.draw``:
     every position stays equally likely; fewer games replayed a batch)."""
     optimizer: str = "adam"
     learning_rate: float = 1e-3
@@ -66,7 +67,7 @@ class Config:
     """The held-out sample (fixed for the run, whatever ``seed``)."""
     seed: int = 0
     ladder: str = "none"
-    """``replay.planes``' ladder mode: "none" (the plane zero) or a reading mode."""
+    """``go.planes.planes``' ladder mode: "none" (the plane zero) or a reading mode."""
 
     def __post_init__(self):
         for name in ("steps", "batch_size", "per_game", "eval_every", "eval_positions"):
@@ -80,8 +81,8 @@ class Config:
             raise ValueError(f"optimizer must be 'sgd' or 'adam', got {self.optimizer!r}")
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0, got {self.learning_rate!r}")
-        if self.ladder not in replay.LADDER_MODES:
-            raise ValueError(f"ladder must be one of {replay.LADDER_MODES}, got {self.ladder!r}")
+        if self.ladder not in LADDER_MODES:
+            raise ValueError(f"ladder must be one of {LADDER_MODES}, got {self.ladder!r}")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -125,8 +126,8 @@ def _step(config: net_lib.NetConfig, batch_size: int, per_game: int, optimizer: 
     @jax.jit
     def step(params, opt_state, key, s: replay.Store):
         """One step on a mini-batch drawn, replayed and featurised here."""
-        b = replay.sample_batch(key, s, batch_size, length, SIZE, per_game, ranks=0,
-                                symmetries=True, ladder=ladder)
+        b = sampling.sample_batch(key, s, batch_size, length, SIZE, per_game, ranks=0,
+                                  symmetries=True, ladder=ladder)
         (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(
             params, b.planes, b.to_play, b.target)
         updates, opt_state = opt.update(grads, opt_state, params)
@@ -152,8 +153,8 @@ def eval_set(s: replay.Store, length: int, n: int, seed: int = 0, ladder: str = 
     """``n`` positions of ``s`` drawn uniformly (one a drawn game, in chunks of
     ``chunk``; a position may recur), no symmetry, planes as in training."""
     chunk = min(chunk, n)
-    fn = replay.sampler(length, SIZE, batch_size=chunk, per_game=1, ranks=0, symmetries=False,
-                        dtype=jnp.uint8, ladder=ladder)
+    fn = sampling.sampler(length, SIZE, batch_size=chunk, per_game=1, ranks=0,
+                          symmetries=False, dtype=jnp.uint8, ladder=ladder)
     key = jax.random.PRNGKey(seed)
     parts = []
     for i in range(-(-n // chunk)):
