@@ -1,5 +1,6 @@
-"""The importer of the TYGEM set and SGF files (``go.tygem``) and the compact
-store (``go.games``), on small fixtures written here."""
+"""The importer of the TYGEM set and SGF files (``go.tygem``, each game read and
+checked by ``go.records``) and the compact store (``go.games``), on small
+fixtures written here."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from agz_jax.go import games, sgf, tygem
+from agz_jax.go import games, records, sgf, tygem
 from experiments import go_import
 
 
@@ -20,7 +21,7 @@ def legal_game(seed: int, n: int, size: int = 19) -> list[int]:
     moves: list[int] = []
     while len(moves) < n:
         a = rng.randrange(size * size)
-        if tygem.first_illegal(moves + [a], size) is None:
+        if records.first_illegal(moves + [a], size) is None:
             moves.append(a)
     return moves
 
@@ -193,13 +194,13 @@ def test_first_illegal_agrees_with_rules():
         length = rng.choice([rng.randrange(20, rules.max_moves), rules.max_moves + 1])
         while len(moves) < length:
             a = size * size if rng.random() < 0.1 else rng.randrange(size * size)
-            bad = tygem.first_illegal(moves + [a], size)
+            bad = records.first_illegal(moves + [a], size)
             if bad is None:
                 moves.append(a)
             elif rng.random() < {1: 0.003, 2: 0.3, 3: 0.03}.get(bad[1], 1.0):
                 moves.append(a)  # end on an illegal move, rarely an occupied point
                 break
-        ours = tygem.first_illegal(moves, size)
+        ours = records.first_illegal(moves, size)
         out = sgf.replay(rules, np.zeros(size * size, np.int8),
                          [(i % 2, a) for i, a in enumerate(moves[:rules.max_moves])])
         why = np.asarray(out.why)
@@ -213,13 +214,13 @@ def test_first_illegal_agrees_with_rules():
 
 def test_tokens_and_lines():
     with pytest.raises(ValueError, match="0..361"):
-        tygem.first_illegal([3, -1])
-    gid, moves = tygem.parse_line(b"42\t;B[aa];W[sa];B[as];W[tt];B[]\r\n")
+        records.first_illegal([3, -1])
+    gid, moves = records.parse_line(b"42\t;B[aa];W[sa];B[as];W[tt];B[]\r\n")
     assert gid == "42"
     assert np.frombuffer(moves, "<i2").tolist() == [0, 18, 342, 361, 361]
     for bad in (b"42", b"\t;B[aa]", b"42\tB[aa]", b"42\t;B[aa];B[bb]", b"42\t;B[aa];W[ab"):
-        with pytest.raises(tygem.Dropped) as e:
-            tygem.parse_line(bad)
+        with pytest.raises(records.Dropped) as e:
+            records.parse_line(bad)
         assert e.value.reason == "malformed"
 
 

@@ -4,10 +4,10 @@ ladder reader ``go.ladder``), and a cross-check against GnuGo over GTP
 (``go.gtp``, ``go.referee``); SGF records (``go.sgf``), a data set of planes
 (``go.dataset``), the paper's net and its training (``go.net``,
 ``go.movepred``), the net and other engines over GTP (``go.gtp_engine``,
-``go.play``); human games imported (``go.tygem``) into a store of move
-sequences (``go.games``), replayed on the device (``go.replay``) into training
-batches (``go.sampling``, planes by ``go.planes``) for 19x19 training
-(``go.train19``). See docs/go.md."""
+``go.play``); human games imported (``go.tygem``, each game read and checked
+by ``go.records``) into a store of move sequences (``go.games``), replayed on
+the device (``go.replay``) into training batches (``go.sampling``, planes by
+``go.planes``) for 19x19 training (``go.train19``). See docs/go.md."""
 
 # The planes function stays ``go.features.features``: re-exporting it here as
 # ``go.features`` would shadow the submodule (``from agz_jax.go import features``).
