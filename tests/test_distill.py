@@ -13,7 +13,7 @@ import pytest
 from agz_jax.config.presets import get_preset
 from agz_jax.nets import checkpoint, models
 from agz_jax.nets.networks import make_networks
-from agz_jax.training import distill
+from agz_jax.training import distill, teacher_games
 from experiments import distill as distill_cli
 from experiments import selfplay as selfplay_cli
 from tests.tiny_models import random_model
@@ -87,8 +87,9 @@ def test_the_student_starts_a_selfplay_run(student, tmp_path, capsys):
 
 def test_search_games_give_the_search_policy_for_target(teacher):
     model = models.load(teacher)
-    play = jax.jit(distill.make_search_games(model.config, model.rules, model.nets, 2, 4))
-    games = distill.play_games(play, model.variables, jax.random.PRNGKey(1), 2, 2, search=True)
+    play = jax.jit(teacher_games.make_search_games(model.config, model.rules, model.nets, 2, 4))
+    games = teacher_games.play_games(play, model.variables, jax.random.PRNGKey(1), 2, 2,
+                                     search=True)
     data = distill.split_rings(games, "search", 2)
     assert data.size.tolist() == [int(np.sum(games.to_play == c)) for c in (0, 1)]
     for n in range(2):
