@@ -246,7 +246,7 @@ def run_vmapped(plans, args) -> dict[Path, dict]:
     from agz_jax.nets import checkpoint
     from agz_jax.studies import seeds, sweep
     from agz_jax.training import driver as training
-    from agz_jax.training import run
+    from agz_jax.training import report, run
 
     enable_compilation_cache()
     records = {}
@@ -293,7 +293,7 @@ def run_vmapped(plans, args) -> dict[Path, dict]:
                                     training.checkpoint_meta(r.config, it))
             if args.verbose:
                 print(f"{name}: " + "; ".join(
-                    f"seed {r.seed} {training.fmt_line(it, config.iterations, m)}"
+                    f"seed {r.seed} {report.fmt_line(it, config.iterations, m)}"
                     for r, m in zip(todo, metrics, strict=True)), flush=True)
         wall = clock.running() - t0
         for i, (r, d, log) in enumerate(zip(todo, dirs, logs, strict=True)):

@@ -17,8 +17,7 @@ import numpy as np
 import pytest
 
 from agz_jax.nets import checkpoint
-from agz_jax.training import cli, run
-from agz_jax.training import driver as training
+from agz_jax.training import cli, report, run
 from experiments import selfplay as selfplay_cli
 from tests.test_main import ROOT, SMALL, main_job, read_metrics
 
@@ -35,7 +34,7 @@ def test_wall_seconds_and_selfplay_share_count_the_checkpoints():
     assert [run.wall_seconds(m) for m in lines] == [5.0, 10.0, 10.0]
     assert run.selfplay_share(lines) == pytest.approx(13.0 / 20.0)
     assert run.selfplay_share(lines[:1]) is None  # no iteration timed as a whole
-    text = training.summary(lines, 30.0, ROOT / "r", last_checkpoint_s=4.0)
+    text = report.summary(lines, 30.0, ROOT / "r", last_checkpoint_s=4.0)
     assert "self-play took 65% of the wall time of 2 iterations (20 s, checkpoints " \
            "included); checkpoints 3.0 s each on average (2 saves)" in text
 

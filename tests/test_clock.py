@@ -25,7 +25,7 @@ from agz_jax.config.presets import get_preset
 from agz_jax.match import arena
 from agz_jax.nets import checkpoint
 from agz_jax.training import driver as job
-from agz_jax.training import run
+from agz_jax.training import report, run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -139,8 +139,8 @@ def test_the_main_jobs_lines_leave_out_a_stop_and_log_it_apart(tmp_path, monkeyp
     shown = {"speed/games_per_s": 1.0, "speed/sims_per_s": 1.0, "selfplay/mean_length": 9.0,
              "selfplay/black_wins": 0.5, "selfplay/white_wins": 0.5, "selfplay/draws": 0.0,
              "replay/size": 8.0}
-    assert job.fmt_line(2, 3, {**shown, **lines[1]}).endswith(" | stopped 3600 s")
-    assert "stopped" not in job.fmt_line(1, 3, {**shown, **lines[0]})
+    assert report.fmt_line(2, 3, {**shown, **lines[1]}).endswith(" | stopped 3600 s")
+    assert "stopped" not in report.fmt_line(1, 3, {**shown, **lines[0]})
 
 
 STOPPED_CHILD = """
