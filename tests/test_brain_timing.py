@@ -1,4 +1,4 @@
-"""experiments.brain_timing's command line: the report goes beside its ledger
+"""experiments.play.brain_timing's command line: the report goes beside its ledger
 (docs/brain_timing.md only for the default one), and bad flags are one line."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from experiments import brain_timing
+from experiments.play import brain_timing
 
 ROW = {"setting": "timeout_turn 200", "limit_ms": 200, "moves": 20, "mean_ms": 150.0,
        "max_ms": 190.0, "over": 0, "total_ms": 3000.0, "match_ms": None, "load": 1.0,

@@ -13,7 +13,7 @@ import pytest
 from agz_jax.config.presets import get_preset
 from agz_jax.nets import checkpoint, models
 from agz_jax.training import run
-from experiments import campaign
+from experiments.training import campaign
 
 
 def tiny_run(run_dir, iterations, **overrides):

@@ -1,4 +1,4 @@
-"""experiments.capacity: fresh nets of several sizes fitted to a run's replay."""
+"""experiments.studies.capacity: fresh nets of several sizes fitted to a run's replay."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from agz_jax.training import replay
-from experiments import capacity
+from experiments.studies import capacity
 from tests.test_campaign import tiny_run
 
 

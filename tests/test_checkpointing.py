@@ -348,7 +348,7 @@ def test_ctrl_c_before_the_first_checkpoint_says_so(tmp_path, monkeypatch, capsy
 
 
 def test_checkpoint_cost_reports_the_states_bytes_and_seconds(tmp_path, capsys):
-    from experiments import checkpoint_cost
+    from experiments.studies import checkpoint_cost
 
     argv = ["--preset", "smoke", "--selfplay.continuous", "--selfplay.num-games", "4",
             "--replay.capacity", "256", "--fill", "--json", "--out", str(tmp_path)]
@@ -367,7 +367,7 @@ def test_checkpoint_cost_reports_the_states_bytes_and_seconds(tmp_path, capsys):
 
 
 def test_checkpoint_cost_fills_positions_like_selfplays():
-    from experiments.checkpoint_cost import positions
+    from experiments.studies.checkpoint_cost import positions
 
     obs, policy, z = positions(np.random.default_rng(0), 500, 15, 3)
     stones = obs[..., 0].astype(int) + obs[..., 1]

@@ -16,8 +16,8 @@ from agz_jax.curriculum import imitation, stages
 from agz_jax.game.gomoku import Rules
 from agz_jax.nets import models
 from agz_jax.training import supervised
-from experiments import curriculum as cli
 from experiments import selfplay as selfplay_cli
+from experiments.training import curriculum as cli
 
 
 def tiny(**overrides):

@@ -1,4 +1,4 @@
-"""experiments.distill: a student of other sizes trained to a teacher's outputs on
+"""experiments.training.distill: a student of other sizes trained to a teacher's outputs on
 its games, written as a model the main job starts from; its one-line errors.
 A random 7x7 teacher (tests/tiny_models.py), a 1-block, 16-filter student."""
 
@@ -14,8 +14,8 @@ from agz_jax.config.presets import get_preset
 from agz_jax.nets import checkpoint, models
 from agz_jax.nets.networks import make_networks
 from agz_jax.training import distill, teacher_games
-from experiments import distill as distill_cli
 from experiments import selfplay as selfplay_cli
+from experiments.training import distill as distill_cli
 from tests.tiny_models import random_model
 
 SIZES = ["--net.blocks", "1", "--net.filters", "16", "--net.value-hidden", "16"]

@@ -8,7 +8,7 @@
   code block (fenced, or indented and starting like a command) or in inline
   code: ``python -m MODULE`` names a module that ``python -m`` can run, and every
   ``--flag`` on the same command line is one that the command's ``--help``
-  lists (for ``python -m experiments.campaign export ...``, the subcommand's);
+  lists (for ``python -m experiments.training.campaign export ...``, the subcommand's);
   the same for the console scripts of pyproject.toml (``pbrain-agz``); ``make
   TARGET`` names a target of the Makefile (read at test time), and the flags in
   its ``ARGS=...`` are the flags of the module the target's recipe runs.
@@ -503,7 +503,8 @@ def test_readme_shows_commands():
     kinds = {c.kind for c in found}
     modules = {c.name for c in found if c.kind == "module"}
     assert kinds == {"module", "script", "make"}, kinds
-    assert {"experiments.selfplay", "experiments.outside", "agz_jax.play.brain"} <= modules, modules
+    assert {"experiments.selfplay", "experiments.play.outside",
+            "agz_jax.play.brain"} <= modules, modules
     assert any("--turn-ms" in c.args for c in found)  # and their flags
 
 
@@ -521,7 +522,7 @@ make selfplay ARGS="--iterations 3 --zzz-qqq"
 make no-such-target
 ```
 
-Or `python -m experiments.campaign status --model campaign --devcie cpu` and
+Or `python -m experiments.training.campaign status --model campaign --devcie cpu` and
 `pbrain-agz --modle default`.
 """
 
@@ -529,7 +530,7 @@ Or `python -m experiments.campaign status --model campaign --devcie cpu` and
 def fake_help(target: str, sub: str | None) -> set[str]:
     return {("experiments.selfplay", None): {"--preset", "--out", "--iterations",
                                              "--search.num-simulations"},
-            ("experiments.campaign", "status"): {"--model"},
+            ("experiments.training.campaign", "status"): {"--model"},
             ("agz_jax.play.brain:main", None): {"--model", "--sims"}}[(target, sub)]
 
 
@@ -554,8 +555,8 @@ def test_checkers_catch_drift():
         "FAKE.md:10: `make selfplay ARGS=--iterations 3 --zzz-qqq`: python -m "
         "experiments.selfplay (make selfplay's ARGS) has no flag --zzz-qqq",
         "FAKE.md:11: `make no-such-target`: the Makefile has no target no-such-target",
-        "FAKE.md:14: `python -m experiments.campaign status --model campaign --devcie cpu`: "
-        "python -m experiments.campaign has no flag --devcie",
+        "FAKE.md:14: `python -m experiments.training.campaign status --model campaign "
+        "--devcie cpu`: python -m experiments.training.campaign has no flag --devcie",
         "FAKE.md:15: `pbrain-agz --modle default`: pbrain-agz has no flag --modle "
         "(did you mean --model?)",
     ], problems

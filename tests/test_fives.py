@@ -1,4 +1,4 @@
-"""experiments.fives: its positions against the plain-Python referee, its
+"""experiments.studies.fives: its positions against the plain-Python referee, its
 scoring by hand, and that it reads the net's own policy (not the search's
 move rules)."""
 
@@ -12,7 +12,7 @@ import reference
 from tiny_models import random_model
 
 from agz_jax.nets import models
-from experiments import fives
+from experiments.studies import fives
 
 
 @pytest.mark.parametrize("size", [7, 9, 15])

@@ -8,7 +8,12 @@ import json
 import pytest
 
 from agz_jax.go import play
-from experiments import go_bench, go_dataset, go_match, go_movepred, go_records, go_referee
+from experiments.go import bench as go_bench
+from experiments.go import dataset as go_dataset
+from experiments.go import match as go_match
+from experiments.go import movepred as go_movepred
+from experiments.go import records as go_records
+from experiments.go import referee as go_referee
 
 
 @pytest.fixture

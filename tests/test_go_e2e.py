@@ -1,9 +1,9 @@
 """Go move prediction end to end on 9x9 with a tiny budget: GnuGo records
-(``experiments.go_records``), the data set (``go.dataset``: a malformed record
+(``experiments.go.records``), the data set (``go.dataset``: a malformed record
 stops it before anything is written, a record that breaks the rules is skipped
 and counted, duplicates too), training and held-out accuracy
-(``experiments.go_movepred --preset smoke``), then GTP games of the trained net
-against GnuGo (``experiments.go_match``), refereed by GnuGo.
+(``experiments.go.movepred --preset smoke``), then GTP games of the trained net
+against GnuGo (``experiments.go.match``), refereed by GnuGo.
 
 One test, one process: the records' replay, the feature planes and the
 engine's moves share their compiled programs (``sgf.replay``,
@@ -20,7 +20,9 @@ import pytest
 
 from agz_jax.go import dataset, gtp, sgf
 from agz_jax.go.features import batched
-from experiments import go_match, go_movepred, go_records
+from experiments.go import match as go_match
+from experiments.go import movepred as go_movepred
+from experiments.go import records as go_records
 
 pytestmark = pytest.mark.skipif(gtp.find_gnugo() is None, reason="gnugo is not installed")
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from agz_jax.go import games, records, sgf, tygem
-from experiments import go_import
+from experiments.go import import_records as go_import
 
 
 def legal_game(seed: int, n: int, size: int = 19) -> list[int]:

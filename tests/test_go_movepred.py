@@ -1,4 +1,4 @@
-"""``experiments.go_movepred``'s depth table: the paper's number beside ours is
+"""``experiments.go.movepred``'s depth table: the paper's number beside ours is
 the one of the paper's net of the same depth and width (its 3-layer net of 16
 filters had 37.5%, its 128-filter one 48.0%)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from experiments import go_movepred
+from experiments.go import movepred as go_movepred
 
 
 def test_paper_row_matches_depth_and_width():

@@ -72,7 +72,7 @@ def test_match_starts_pachi_again_for_every_game_with_its_seed(tmp_path):
     its one process (it is reseeded by ``set_random_seed``)."""
     from types import SimpleNamespace
 
-    from experiments import go_match
+    from experiments.go import match as go_match
 
     args = SimpleNamespace(opponent="pachi", size=9, komi=7.5, level=10, playouts=1000,
                            seed=5, engine_path=fake_pachi(tmp_path, old=False), threads=1)

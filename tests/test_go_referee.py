@@ -1,6 +1,6 @@
 """The rules against GnuGo 3.8 over GTP (``agz_jax.go.referee``): a few hundred
 positions of random games (the full >= 100k-position run is
-``python -m experiments.go_referee``, recorded in docs/go.md), a corrupted record
+``python -m experiments.go.referee``, recorded in docs/go.md), a corrupted record
 that must be caught, and the hand-made ladders of test_go_ladder against
 GnuGo's own ladder reader. Skipped where gnugo is not installed."""
 

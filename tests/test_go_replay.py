@@ -204,7 +204,7 @@ def test_first_plies_agree_with_the_reader():
 
 @pytest.mark.long
 def test_bench_replay_rows(capsys):
-    from experiments import go_bench
+    from experiments.go import bench as go_bench
 
     assert go_bench.main(["--sizes", "5", "--games", "2", "--plies", "2", "--repeats", "1",
                           "--replay", "--replay-batch", "8", "--per-game", "4",

@@ -1,5 +1,5 @@
 """Move prediction trained on a 19x19 games store (``agz_jax.go.train19`` and
-``experiments.go_train19``): a store of random legal games written with
+``experiments.go.train19``): a store of random legal games written with
 ``go.games``' writer, a few steps, a checkpoint, a resume, an eval in range."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from agz_jax.go import games, replay, train19
-from experiments import go_train19
+from experiments.go import train19 as go_train19
 
 
 def write_store(path, n_games: int = 6, plies: int = 60, seed: int = 0) -> None:

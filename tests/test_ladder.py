@@ -16,7 +16,7 @@ from agz_jax.nets import models
 from agz_jax.play import players
 from agz_jax.studies import ladder, ladder_report
 from agz_jax.studies import ledger as ladder_ledger
-from experiments import ladder as ladder_cli
+from experiments.play import ladder as ladder_cli
 
 Z = 1.959963984540054
 

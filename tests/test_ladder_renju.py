@@ -19,7 +19,7 @@ from tiny_models import random_model
 from agz_jax.game import renju
 from agz_jax.play import players
 from agz_jax.studies import ledger as ladder_ledger
-from experiments import ladder as ladder_cli
+from experiments.play import ladder as ladder_cli
 
 SIZE = 9
 

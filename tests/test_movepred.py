@@ -19,7 +19,7 @@ from agz_jax.match import arena
 from agz_jax.nets.networks import make_networks
 from agz_jax.studies import movepred, movepred_data
 from agz_jax.training import replay, supervised
-from experiments import movepred as cli
+from experiments.studies import movepred as cli
 
 SIZE = 7
 CONFIG = get_preset("smoke").replace(**{
@@ -250,6 +250,6 @@ def test_interrupt_is_one_line_and_130(tmp_path, capsys, monkeypatch):
     assert cli.main(["--out", str(out)]) == 130
     err = capsys.readouterr().err
     assert err.startswith("interrupted: ") and err.count("\n") == 1
-    assert "python -m experiments.movepred --out" in err
+    assert "python -m experiments.studies.movepred --out" in err
     assert (out / "movepred.json").is_file()  # its own: the same command is accepted again
     assert cli.main(["--out", str(out)]) == 130

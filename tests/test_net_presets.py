@@ -12,8 +12,8 @@ from agz_jax.config.presets import NET_PRESETS, get_preset
 from agz_jax.config.schema import ConfigError
 from agz_jax.nets import checkpoint
 from agz_jax.training import distill
-from experiments import distill as distill_cli
 from experiments import selfplay as selfplay_cli
+from experiments.training import distill as distill_cli
 
 
 def one_line_error(text: str) -> str:
@@ -74,8 +74,8 @@ def test_init_from_a_model_of_other_sizes_names_the_field_and_the_distillation(t
     assert err == ("error: --init-from default has net.filters = 32, this run needs 64 "
                    "(--net-preset 6x64): give --net-preset paper to start from its nets as "
                    "they are, or distil a 6x64 net from them first (python -m "
-                   "experiments.distill --teacher default --net-preset 6x64 --out DIR) and "
-                   "give --init-from DIR\n")
+                   "experiments.training.distill --teacher default --net-preset 6x64 --out DIR) "
+                   "and give --init-from DIR\n")
     assert not (tmp_path / "r").exists()
     # Sizes that are no preset's are named by their flags.
     assert selfplay_cli.main(["--preset", "campaign", "--net.blocks", "4", "--init-from",
@@ -83,7 +83,7 @@ def test_init_from_a_model_of_other_sizes_names_the_field_and_the_distillation(t
     err = one_line_error(capsys.readouterr().err)
     assert "default has net.blocks = 2, this run needs 4 (--net.blocks 4 --net.filters 32 " \
            "--net.value-hidden 32): give --net-preset paper" in err
-    assert "distil a 4x32 net from them first (python -m experiments.distill --teacher " \
+    assert "distil a 4x32 net from them first (python -m experiments.training.distill --teacher " \
            "default --net.blocks 4 --net.filters 32 --net.value-hidden 32 --out DIR)" in err
 
 

@@ -21,7 +21,7 @@ def shipped():
 def test_a_shipped_set_is_legal_distinct_and_documented(name):
     size = int(re.search(r"(\d+)", name).group(1))  # the board size is in the name
     text = openings.resolve(name).read_text()
-    assert "Made by: python -m experiments.openings" in text, "the file records its command"
+    assert "Made by: python -m experiments.play.openings" in text, "the file records its command"
     moves = openings.load(name, size)
     assert len(moves) >= 16 and moves.shape[1] >= 1
     for row in moves.tolist():

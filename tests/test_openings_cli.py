@@ -1,4 +1,4 @@
-"""experiments.openings: the candidates are one per symmetry class, a made set
+"""experiments.play.openings: the candidates are one per symmetry class, a made set
 keeps what its judge scored near balance and records how it was made, and
 ``--check`` measures an existing set."""
 
@@ -10,7 +10,7 @@ from tiny_models import random_model
 
 from agz_jax.game import openings, symmetry
 from agz_jax.nets import checkpoint
-from experiments import openings as make
+from experiments.play import openings as make
 
 
 def test_candidates_are_one_per_symmetry_class():
@@ -50,7 +50,7 @@ def test_make_then_check_a_set(judge, tmp_path, capsys):
     assert "--force" in capsys.readouterr().err and out.read_text() == "an earlier set\n"
     assert make.main([*made, "--force"]) == 0
     text = out.read_text()
-    assert f"Made by: python -m experiments.openings {' '.join(flags)}" in text
+    assert f"Made by: python -m experiments.play.openings {' '.join(flags)}" in text
     assert text.startswith("# Balanced 3-stone openings for 9x9 standard (black, white, black;")
     kept = openings.load(str(out), 9)
     assert len(kept) == 4 and kept.shape[1] == 3

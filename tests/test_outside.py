@@ -1,6 +1,6 @@
 """The outside yardstick: the Piskvork manager (``agz_jax.play.piskvork``) against the
 stand-in engine ``tests/fake_piskvork.py`` (a full game, each failure as the
-failing engine's loss, Rapfi's dropped commands), and ``experiments.outside``
+failing engine's loss, Rapfi's dropped commands), and ``experiments.play.outside``
 (the ledger, resume, the table, the CLI's one-line errors, the ladder's
 ``--outside``)."""
 
@@ -20,8 +20,8 @@ from agz_jax.play.piskvork import Piskvork, Settings
 from agz_jax.play.piskvork_games import play_game
 from agz_jax.studies import ledger as ladder_ledger
 from agz_jax.studies import outside
-from experiments import ladder as ladder_cli
-from experiments import outside as outside_cli
+from experiments.play import ladder as ladder_cli
+from experiments.play import outside as outside_cli
 
 FAKE = str(Path(__file__).resolve().parent / "fake_piskvork.py")
 OPENING = [112, 113, 127]  # 7,7 black, 8,7 white, 7,8 black: white to move
@@ -124,7 +124,7 @@ def test_start_failure_is_a_loss(referee, tmp_path):
     assert game.moves == OPENING
 
 
-# -- experiments.outside ---------------------------------------------------------------------
+# -- experiments.play.outside ---------------------------------------------------------------------
 
 def fake_candidate(name="ours@300ms", mode="normal"):
     return outside.Candidate(name, fake(mode), 15, "freestyle")
@@ -313,7 +313,7 @@ def test_outside_cli_end_to_end(tmp_path, capsys, monkeypatch, tiny):
 
 
 def test_ladder_plays_the_outside_pool(tmp_path, capsys, monkeypatch, tiny):
-    """``experiments.ladder --outside``: rapfi:N in the ledger, in the Elo table
+    """``experiments.play.ladder --outside``: rapfi:N in the ledger, in the Elo table
     (its games as one match) and in outside.md."""
     monkeypatch.setattr(outside, "pbrain_command", lambda: fake())
     ledger = tmp_path / "games.jsonl"

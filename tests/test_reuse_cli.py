@@ -1,4 +1,4 @@
-"""experiments.reuse: bad input is one line (exit 2) before any game is played;
+"""experiments.studies.reuse: bad input is one line (exit 2) before any game is played;
 the report is written beside its ledger."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from agz_jax.game.gomoku import Rules
 from agz_jax.nets import models
 from agz_jax.play import engine
-from experiments import reuse
+from experiments.studies import reuse
 
 ROW = {"model": "m", "games": 2, "sims": 32, "ms": None, "max_sims": 32, "seed": 1,
        "reuse_score": 0.5, "low": 0.1, "high": 0.9, "wins": 1, "draws": 0, "losses": 1,

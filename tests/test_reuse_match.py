@@ -1,4 +1,4 @@
-"""experiments.reuse (engine against engine) and experiments.brain_timing, on fakes:
+"""experiments.studies.reuse (engine against engine) and experiments.play.brain_timing, on fakes:
 the game loop, the colours, the bookkeeping and the reports, without compiling."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from agz_jax.game.gomoku import Rules
-from experiments import brain_timing, reuse
+from experiments.play import brain_timing
+from experiments.studies import reuse
 
 SIZE = 9
 

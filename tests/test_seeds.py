@@ -1,4 +1,5 @@
-"""Seeds vmapped in one compile (``agz_jax.studies.seeds``, ``experiments.sweep --vmap-seeds``).
+"""Seeds vmapped in one compile (``agz_jax.studies.seeds``,
+``experiments.studies.sweep --vmap-seeds``).
 
 What is true on XLA:CPU, and tested here: a vmapped group is deterministic, and
 a seed gives the same bits in any group of the same size; its self-play equals
@@ -24,7 +25,7 @@ from agz_jax.config.schema import ConfigError
 from agz_jax.nets import checkpoint, models
 from agz_jax.studies import seeds
 from agz_jax.training import run
-from experiments import sweep as sweep_cli
+from experiments.studies import sweep as sweep_cli
 
 
 def test_check_refuses_what_it_cannot_vmap(tmp_path, capsys):

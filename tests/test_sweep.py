@@ -72,7 +72,7 @@ def test_stats_t_interval():
 
 
 def run_sweep(out: Path, env: dict) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "experiments.sweep", "--preset", "smoke",
+    proc = subprocess.run([sys.executable, "-m", "experiments.studies.sweep", "--preset", "smoke",
                            "--out", str(out), *GRID], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -167,7 +167,7 @@ def test_sweep_end_to_end(tmp_path, tmp_path_factory):
 
 
 def test_sweep_refuses_bad_grid_before_running(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "experiments.sweep", "--out",
+    proc = subprocess.run([sys.executable, "-m", "experiments.studies.sweep", "--out",
                            str(tmp_path / "s"), "--set", "decay.gamma=0.9,2"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "decay.gamma" in proc.stderr
@@ -175,7 +175,7 @@ def test_sweep_refuses_bad_grid_before_running(tmp_path):
 
 
 def sweep_main(argv, capsys):
-    from experiments import sweep as cmd
+    from experiments.studies import sweep as cmd
 
     rc = cmd.main(argv)
     return rc, capsys.readouterr()
@@ -216,7 +216,7 @@ def test_sweep_interrupt_names_the_sweep_command(tmp_path, capsys, monkeypatch):
     rc, cap = sweep_main(["--out", str(out), "--seeds", "0", *TINY], capsys)
     assert rc == 130
     assert "failed" not in cap.err and "experiments.selfplay" not in cap.err
-    assert "interrupted" in cap.err and "python -m experiments.sweep --out" in cap.err
+    assert "interrupted" in cap.err and "python -m experiments.studies.sweep --out" in cap.err
     assert (out / "sweep.json").is_file()
     # the same command resumes: the sweep's own directory is accepted
     rc, cap = sweep_main(["--out", str(out), "--seeds", "0", *TINY], capsys)

@@ -1,10 +1,10 @@
-"""experiments.tactics: the mentor's tactics a player carried out or missed,
+"""experiments.play.tactics: the mentor's tactics a player carried out or missed,
 counted on hand-made 9x9 games."""
 
 import json
 
 from agz_jax.game import records
-from experiments import tactics
+from experiments.play import tactics
 
 SIZE = 9
 

@@ -277,7 +277,7 @@ def test_defences_are_exactly_the_moves_that_stop_every_vcf(seed):
 def test_the_ledger_report_marks_a_missed_and_a_lost_defence(tmp_path, capsys):
     import json
 
-    from experiments import vcf_report
+    from experiments.play import vcf_report
 
     def p(r, c):
         return r * 15 + c

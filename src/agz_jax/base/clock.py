@@ -2,7 +2,7 @@
 
 A run stopped by ``kill -STOP`` or Ctrl-Z (SIGTSTP) and continued hours later
 would log those hours as the wall time of the iteration it was in, and the
-campaign's ledger (``experiments.campaign``), which sums the iterations'
+campaign's ledger (``experiments.training.campaign``), which sums the iterations'
 times, would count them as compute spent. The main job times its phases and
 iterations with ``running()`` instead, and logs the stopped seconds apart
 (``run.STOPPED_S``).

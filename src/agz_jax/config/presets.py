@@ -5,7 +5,7 @@ selfplay``'s; ``curriculum`` the shipped model's; ``paper`` the paper's
 settings; ``campaign`` the CPU self-play campaign's; ``gpu`` one accelerator's.
 
 ``NET_PRESETS`` names net sizes apart from the rest of a config (``--net-preset
-6x64`` on the main job and ``experiments.distill``): ``BLOCKSxFILTERS``, as
+6x64`` on the main job and ``experiments.training.distill``): ``BLOCKSxFILTERS``, as
 Leela Zero and KataGo name their nets, with the paper's 2 blocks of 32 filters
 as ``paper`` (docs/nets.md has their parameter counts).
 """
@@ -63,7 +63,7 @@ PRESETS: dict[str, Config] = {
         eval=EvalConfig(every=10, num_games=100, num_simulations=16),
     ),
     # The whole curriculum on the paper's 15x15 board and net, sized for 2 CPU
-    # cores (models/curriculum): `python -m experiments.curriculum`.
+    # cores (models/curriculum): `python -m experiments.training.curriculum`.
     "curriculum": Config(
         iterations=5,
         game=GameConfig(size=15),
@@ -119,7 +119,7 @@ PRESETS: dict[str, Config] = {
     # The paper's game, net and Double Networks on one accelerator: thousands of
     # continuous self-play slots (GPU work wants batches in the thousands), no
     # gating or evaluation match in the loop (AlphaZero's way; the ladder,
-    # `python -m experiments.ladder`, rates checkpoints outside it), so that
+    # `python -m experiments.play.ladder`, rates checkpoints outside it), so that
     # self-play takes most of each iteration.
     "gpu": Config(
         iterations=500,

@@ -136,7 +136,7 @@ class Config:
         ``name`` and the first field that differs, and the flags that would fit
         them all). When only the net's sizes differ (``presets.NET_SIZE_FIELDS``)
         the way out also names the distillation that starts a net of this run's
-        sizes from them (``experiments.distill``; ``model``: the teacher to name
+        sizes from them (``experiments.training.distill``; ``model``: the teacher to name
         there, by default the last word of ``name``)."""
         from agz_jax.config import presets
 
@@ -158,7 +158,7 @@ class Config:
                 f"{name} has {field} = {b!r}, this run needs {a!r} ({want}): give "
                 f"{presets.net_size_flags(other.net)} to start from its nets as they are, or "
                 f"distil a {presets.net_size_text(self.net)} net from them first (python -m "
-                f"experiments.distill --teacher {teacher} {want} --out DIR) and give "
+                f"experiments.training.distill --teacher {teacher} {want} --out DIR) and give "
                 "--init-from DIR")
         flags = " ".join(_flag(f, value) for f, _, value in differ)
         raise ConfigError(f"{name} has {field} = {b!r}, this run needs {a!r}: "

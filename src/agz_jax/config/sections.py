@@ -320,7 +320,7 @@ class CheckpointConfig(Section):
     one copy of the state; off, the loop waits for every write."""
     keep_every: int = setting(0, integer(0, note="0: only the last two"))
     """Besides the last two checkpoints, keep every one whose iteration is a
-    multiple of this, to polish or rate later (``experiments.campaign polish
+    multiple of this, to polish or rate later (``experiments.training.campaign polish
     --step N``) or to go back to. Each holds the replay buffer, so each costs
     its size on disk."""
 
@@ -409,7 +409,7 @@ class ImitateConfig(Section):
 
 @dataclass(frozen=True)
 class CurriculumConfig(Section):
-    """The stages ``python -m experiments.curriculum`` runs, in order."""
+    """The stages ``python -m experiments.training.curriculum`` runs, in order."""
 
     section = "curriculum"
     stages: tuple[str, ...] = STAGES

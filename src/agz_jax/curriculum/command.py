@@ -1,9 +1,9 @@
 """The AlphaGomoku curriculum (paper Section IV): basic rules -> imitate the
 mentor -> self-play RL, each stage checkpointed, the whole resumable.
 
-    python -m experiments.curriculum --preset curriculum --out runs/curriculum
-    python -m experiments.curriculum --preset smoke --out runs/c --stages basic,imitate
-    python -m experiments.curriculum --out runs/curriculum --resume
+    python -m experiments.training.curriculum --preset curriculum --out runs/curriculum
+    python -m experiments.training.curriculum --preset smoke --out runs/c --stages basic,imitate
+    python -m experiments.training.curriculum --out runs/curriculum --resume
     python -m experiments.selfplay --preset curriculum --out runs/rl --init-from runs/curriculum
 
 ``--stages`` picks and orders the stages (any of basic, imitate, selfplay);
@@ -14,7 +14,7 @@ directory of the latest finished stage (``--a mcts:RUN_DIR:400`` in the arena,
 each stage's nets.
 """
 
-# The docstring is ``python -m experiments.curriculum --help``: that command is
+# The docstring is ``python -m experiments.training.curriculum --help``: that command is
 # this module's ``main``, which the ablation sweep (agz_jax.studies.ablation_train) calls too.
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def _own_flags(parser: argparse.ArgumentParser) -> None:
 
 
 COMMAND = cli.RunCommand(
-    prog="python -m experiments.curriculum", doc=__doc__, default_preset="curriculum",
+    prog="python -m experiments.training.curriculum", doc=__doc__, default_preset="curriculum",
     default_out=lambda preset: Path("runs") / f"curriculum-{preset}",
     sections=cli.ALL_SECTIONS, own_flags=_own_flags,
     shorthands=lambda args: {} if args.stages is None else {"curriculum.stages": args.stages})

@@ -365,7 +365,7 @@ def resolve_model(model: str | Path | None) -> Path:
 def ladder_plane_read(path: Path, meta: dict) -> bool:
     """Whether the net at ``path`` was trained with the ladder plane read (True)
     or zero (False): ``meta["ladder"]`` of its net.json, else ``train.ladder`` of
-    a ``settings.json`` beside it (``experiments.go_train19``'s run folder), else
+    a ``settings.json`` beside it (``experiments.go.train19``'s run folder), else
     read (``go.movepred``'s data sets hold it)."""
     mode = meta.get("ladder")
     if mode is None and (path / "settings.json").exists():
@@ -406,9 +406,9 @@ def serve(engine: Engine, stdin=None, stdout=None) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="gtp-agz", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default=None,
-                   help=f"a model directory (go_train19's or go_movepred's depth-D) or the "
-                        f"name of one in models/ (default: {DEFAULT_MODEL}, the shipped 19x19 "
-                        f"net)")
+                   help=f"a model directory (an experiments.go.train19 run folder, or "
+                        f"experiments.go.movepred's depth-D) or the name of one in models/ "
+                        f"(default: {DEFAULT_MODEL}, the shipped 19x19 net)")
     p.add_argument("--name", default="agz_jax")
     p.add_argument("--no-pass-when-ahead", action="store_true",
                    help="pass only when no other point is left")

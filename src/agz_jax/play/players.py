@@ -1,9 +1,9 @@
 """The player SPEC language of matches and the ladder, and playing a match
-between two SPECs (``python -m experiments.arena`` and
-``python -m experiments.ladder`` share it).
+between two SPECs (``python -m experiments.play.arena`` and
+``python -m experiments.play.ladder`` share it).
 
 A SPEC is ``random``, ``mentor:LEVEL``, ``policy:MODEL`` or
-``mcts:MODEL:SIMS[:plain][:puct|:gumbel]`` (``python -m experiments.arena
+``mcts:MODEL:SIMS[:plain][:puct|:gumbel]`` (``python -m experiments.play.arena
 --help`` says what each plays). ``parse_spec`` reads one (no file access),
 ``load_spec`` finds its model and config, ``make_player`` loads its
 variables, ``play`` plays a match; ``add_match_args`` / ``check_match_args``
@@ -121,7 +121,7 @@ def load_spec(spec: Spec, flag: str) -> Spec:
 def add_match_args(parser: argparse.ArgumentParser, games: int | None = None,
                    ledger: bool = False) -> None:
     """The options of how a match is played, shared with the ladder
-    (``experiments.ladder``) so that both play matches the same way;
+    (``experiments.play.ladder``) so that both play matches the same way;
     ``games``: the default of ``--games`` (None: required). With ``ledger``
     (the ladder) how games start, ``--seed``, ``--openings`` and
     ``--opening-plies``, defaults to None: the ledger's, filled in later."""

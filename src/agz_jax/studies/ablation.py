@@ -3,8 +3,8 @@
 The paper claims, without an ablation, that Winning Value Decay helps, that
 Double Networks help, and that its curriculum is a faster path to strength
 than self-play from scratch. The sweep that measures them
-(``python -m experiments.ablation``, the runner) is described by a TOML file
-(``experiments/ablation.toml``), which ``load`` reads and validates
+(``python -m experiments.studies.ablation``, the runner) is described by a TOML file
+(``experiments/studies/ablation.toml``), which ``load`` reads and validates
 (ConfigError naming the field) before anything runs:
 
 * ``preset``, ``common`` (dotted config overrides of every arm), ``seeds``;
@@ -23,7 +23,7 @@ than self-play from scratch. The sweep that measures them
 
 A run snapshots its best net every ``snapshot_every`` iterations, at its start
 and at its end. Every match goes into one ledger in the rating ladder's
-format (``experiments.ladder``); ``pairings`` lists them: the pool (random and
+format (``experiments.play.ladder``); ``pairings`` lists them: the pool (random and
 the mentor levels) among themselves, every snapshot against the ``target``
 (``mentor:3``: the curves and the time to strength) and the ``anchors``
 (cheap opponents that place a weak net on the Elo scale), every final net

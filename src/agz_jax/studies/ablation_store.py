@@ -4,7 +4,7 @@
 another sweep. The runner's OUT is git-ignored and a session starts from a
 fresh clone, so ``save_state`` keeps in a committed directory what the sweep
 needs to continue there, and ``restore_state`` fills an empty OUT from it
-(``python -m experiments.ablation save`` and ``run --state``).
+(``python -m experiments.studies.ablation save`` and ``run --state``).
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def read_state(state: Path) -> dict:
     path = state / STATE_FILE
     if not path.exists():
         raise ConfigError(f"{state} holds no ablation state (no {STATE_FILE}); make one with "
-                          f"python -m experiments.ablation save --out OUT --state {state}")
+                          f"python -m experiments.studies.ablation save --out OUT --state {state}")
     try:
         manifest = json.loads(path.read_text())
     except json.JSONDecodeError as e:

@@ -1,6 +1,6 @@
 """The ablation sweep's training: each run as the main job itself
 (``agz_jax.training.driver.train``, resumed in segments of N iterations), a
-curriculum arm first through ``experiments.curriculum``
+curriculum arm first through ``experiments.training.curriculum``
 (``agz_jax.curriculum.command``); snapshots of the best net at equal game
 equivalents, each followed by its matches; the CPU time of every iteration
 counted (``CpuTime``, a hook of the main job)."""
@@ -40,7 +40,7 @@ class CpuTime(training.Hook):
 
 
 def call(main, argv: list[str], verbose: bool, name: str) -> str:
-    """Run a command's main() (``name``: the command, ``experiments.curriculum``) in
+    """Run a command's main() (``name``: the command, ``experiments.training.curriculum``) in
     this process; its output (RuntimeError with its tail if it fails)."""
     from agz_jax.studies.sweep import Tee
 
@@ -105,7 +105,7 @@ def run_curriculum(plan, arm, seed: int, cdir: Path, verbose: bool, say) -> dict
             else curriculum_flags(plan, arm, seed, cdir))
     say(f"  curriculum ({','.join(config.curriculum.stages)}) in {cdir}")
     c0, w0 = time.process_time(), clock.running()
-    call(curriculum.main, argv, verbose, "experiments.curriculum")
+    call(curriculum.main, argv, verbose, "experiments.training.curriculum")
     cost["cpu_s"] += time.process_time() - c0
     cost["wall_s"] += clock.running() - w0
     cost["open"] = False

@@ -1,4 +1,4 @@
-"""The rating ladder (``python -m experiments.ladder``): candidates play a
+"""The rating ladder (``python -m experiments.play.ladder``): candidates play a
 fixed pool (``DEFAULT_POOL`` and more), every match appended to the ledger
 (``agz_jax.studies.ledger``), an outside engine's games too (``agz_jax.studies.outside``);
 then one Elo fit over the whole ledger, written beside it as ladder.md and

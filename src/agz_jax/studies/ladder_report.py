@@ -1,4 +1,4 @@
-"""The rating ladder's outputs (``experiments.ladder``): ladder.md, the Elo
+"""The rating ladder's outputs (``experiments.play.ladder``): ladder.md, the Elo
 fit's table with how it was made, and ladder.png, the self-play runs' Elo
 against their self-play games and training time."""
 
@@ -15,7 +15,7 @@ def table(fit, lines: list[dict], ledger: Path, where: Path | None = None) -> st
     ``where``: the ledger's directory relative to the table's (None: the same)."""
     size, rule = lines[0]["size"], lines[0]["rule"]
     games = sum(x["games"] for x in lines)
-    again = "python -m experiments.ladder --table-only" + (
+    again = "python -m experiments.play.ladder --table-only" + (
         "" if ledger == DEFAULT_LEDGER else f" --ledger {ledger}")
     how = ("`random` = 0" if fit.anchor == "random" else
            f"`{fit.anchor}` = 0 (no match of `random` in the ledger: the ledger's first "

@@ -1,4 +1,4 @@
-"""The rating ladder's ledger (``python -m experiments.ladder``): every match
+"""The rating ladder's ledger (``python -m experiments.play.ladder``): every match
 one JSON line, read and checked (``read_ledger``) and appended
 (``append_line``); the pairings still to play and their seeds (``plan``,
 ``pairing_seed``); the one protocol of how a ledger's games start
@@ -16,7 +16,7 @@ from typing import NamedTuple
 from agz_jax.config.schema import ConfigError
 
 DEFAULT_LEDGER = Path("docs/ladder/games.jsonl")
-"""``experiments.ladder``'s ledger unless ``--ledger`` names another."""
+"""``experiments.play.ladder``'s ledger unless ``--ledger`` names another."""
 # Fields every ledger line must carry (the rest are informative).
 REQUIRED = {"a": str, "b": str, "wins": int, "draws": int, "losses": int, "games": int,
             "seed": int, "size": int, "rule": str}
@@ -190,11 +190,11 @@ def selfplay_progress(run_dir: Path, iteration: int) -> dict | None:
             "games": sum(r.get("selfplay/games", 0) for r in rows), "hours": seconds / 3600}
 
 
-CAMPAIGN_LEDGER = "campaign.json"  # experiments.campaign's ledger in a model directory
+CAMPAIGN_LEDGER = "campaign.json"  # experiments.training.campaign's ledger in a model directory
 
 
 def campaign_progress(model_dir: Path) -> dict:
-    """A campaign model's progress (``experiments.campaign``'s ledger): the
+    """A campaign model's progress (``experiments.training.campaign``'s ledger): the
     campaign's self-play games and hours when its current nets were made
     (``nets``; the totals for a ledger without it). The model directory is
     rewritten as the campaign goes on, so its player is named by those games

@@ -5,7 +5,7 @@ the training positions they replay into.
 disk), from ``mentor_games`` (the rule-based mentor playing itself, at one
 level or at several; a game's moves carry its level's index as their *rank*
 label), ``match_games`` (any arena match) or ``psq_games`` (a directory of
-``.psq`` records: Gomocup games, ``experiments.arena --out``,
+``.psq`` records: Gomocup games, ``experiments.play.arena --out``,
 ``experiments.selfplay --save-games``).
 
 ``positions(config, games)`` replays them into training positions with the

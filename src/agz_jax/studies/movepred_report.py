@@ -1,4 +1,4 @@
-"""Move prediction's report (``experiments.movepred``): the table of settings
+"""Move prediction's report (``experiments.studies.movepred``): the table of settings
 (Maddison et al., Section 5.1/5.2), as CSV, JSON and markdown, and the
 accuracy curves (Fig. 1) and accuracy by move number, as plots."""
 

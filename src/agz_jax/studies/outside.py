@@ -1,5 +1,5 @@
-"""An outside engine as a fixed yardstick (``python -m experiments.outside``,
-and ``python -m experiments.ladder --outside``): our players, run as
+"""An outside engine as a fixed yardstick (``python -m experiments.play.outside``,
+and ``python -m experiments.play.ladder --outside``): our players, run as
 ``pbrain-agz``, against Rapfi at node limits, both sides Piskvork engines
 (``agz_jax.play.piskvork``); every game one line of the ladder's ledger
 (``agz_jax.studies.ledger``), and outside.md, a table and a rung per candidate."""
@@ -376,7 +376,7 @@ def table(lines: list[dict], ledger: Path) -> str:
         raise ConfigError(f"{ledger} holds no game against an outside engine: play some first")
     first = next(x for x in lines if is_outside(x))
     o = first["outside"]
-    again = "python -m experiments.outside --table-only" + (
+    again = "python -m experiments.play.outside --table-only" + (
         "" if ledger == DEFAULT_LEDGER else f" --ledger {ledger}")
     out = [
         "# Outside yardstick: Rapfi at node limits",
@@ -443,7 +443,7 @@ def write_table(lines: list[dict], ledger: Path) -> Path:
 # -- the command -----------------------------------------------------------------------------
 
 def add_args(parser: argparse.ArgumentParser, nodes_flag: str) -> None:
-    """The options shared with ``experiments.ladder``."""
+    """The options shared with ``experiments.play.ladder``."""
     parser.add_argument("--outside", default=os.environ.get(ENV), metavar="PATH",
                         help=f"the outside engine (Rapfi's pbrain-rapfi; default ${ENV})")
     parser.add_argument(nodes_flag, default=DEFAULT_NODES, metavar="N,N,...",
@@ -458,7 +458,7 @@ def add_args(parser: argparse.ArgumentParser, nodes_flag: str) -> None:
 
 
 def resolve_protocol(args: argparse.Namespace, lines: list[dict], path: Path) -> None:
-    """The ladder's protocol check (``experiments.ladder_ledger.resolve_protocol``) with
+    """The ladder's protocol check (``agz_jax.studies.ledger.resolve_protocol``) with
     no random opening moves and, for a new ledger, ``DEFAULT_OPENINGS``."""
     args.opening_plies = 0
     if args.openings is None and not any("ladder_seed" in x for x in lines):

@@ -23,7 +23,7 @@ one device in the mesh (``parallel.devices`` 1, or 0 with one device visible)
 and one process, since the seed axis is not sharded; distinct seeds; and the
 stacked run states (replay buffers, nets, optimizer states) within a memory
 budget, ``max_bytes`` (the activations of self-play and training grow with S
-too). Larger runs go one after another (``experiments.sweep`` without
+too). Larger runs go one after another (``experiments.studies.sweep`` without
 ``--vmap-seeds``).
 
 Determinism, measured on XLA:CPU (jax 0.10.2; one iteration of the smoke preset

@@ -1,7 +1,7 @@
 """Reproducibility sweeps: a grid of seeds x config overrides, summarised.
 
 The grid, its bookkeeping and its reports (the runs themselves are the main
-job's, see ``experiments/sweep.py``):
+job's, see ``experiments/studies/sweep.py``):
 
 * ``parse_seeds("0-3,8")``, ``parse_set("search.num_simulations=32,64")``;
   ``grid`` validates every run's config (ConfigError naming the field) before

@@ -1,7 +1,7 @@
 """What the training command lines share: config flags made from the config
 dataclasses, the run directory (``--out``, ``--resume``, ``--resume-from``), and
-override grids (``FIELD=V1,V2,...``: ``experiments.sweep --set``,
-``experiments.movepred --grid/--set``).
+override grids (``FIELD=V1,V2,...``: ``experiments.studies.sweep --set``,
+``experiments.studies.movepred --grid/--set``).
 
 Every field of a ``Config`` section the command uses is a dotted flag
 (``--search.num-simulations 64``; ``--net.double`` / ``--net.no-double`` for a

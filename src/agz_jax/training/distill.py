@@ -81,7 +81,7 @@ TARGET_CHUNK = 1024  # held-out positions per jitted call of the measure
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """How a student is distilled (the command's flags, ``experiments.distill``)."""
+    """How a student is distilled (the command's flags, ``experiments.training.distill``)."""
 
     games: int = 1024
     """Teacher games whose positions the student trains on."""

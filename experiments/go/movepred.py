@@ -1,13 +1,13 @@
 """Move prediction in Go (Maddison et al., ICLR 2015): train nets of several
 depths on a data set of records and measure top-n accuracy on held-out games.
 
-    python -m experiments.go_movepred --preset smoke --records runs/go-records9 \
+    python -m experiments.go.movepred --preset smoke --records runs/go-records9 \
         --out runs/go-mp-smoke
-    python -m experiments.go_movepred --preset cpu --data runs/go-data9 --out runs/go-mp-cpu
-    python -m experiments.go_movepred --preset cpu --data runs/go-data9 --out runs/go-mp-cpu \
+    python -m experiments.go.movepred --preset cpu --data runs/go-data9 --out runs/go-mp-cpu
+    python -m experiments.go.movepred --preset cpu --data runs/go-data9 --out runs/go-mp-cpu \
         --resume
 
-``--data`` is a data set of ``experiments.go_dataset``; ``--records`` builds one
+``--data`` is a data set of ``experiments.go.dataset``; ``--records`` builds one
 in ``OUT/data`` first. The games are split once (whole games held out), and one
 net per depth of ``--depths`` is trained (``OUT/depth-D``: the model,
 ``history.json``, ``record.json``); a depth whose ``record.json`` exists is
@@ -68,10 +68,11 @@ def paper_row(layers: int, filters: int) -> str:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.go.movepred",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", choices=sorted(PRESETS), default="smoke")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--data", type=Path, help="a data set of experiments.go_dataset")
+    src.add_argument("--data", type=Path, help="a data set of experiments.go.dataset")
     src.add_argument("--records", type=Path, help="SGF records (the data set is built in OUT/data)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--depths", default=None, help="comma-separated layer counts")

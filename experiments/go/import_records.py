@@ -1,9 +1,9 @@
 """Import strong human Go games (the TYGEM 9-dan set, or SGF files) as compact
 move sequences (``go.tygem``, ``go.games``).
 
-    python -m experiments.go_import --source computer-go-dataset --out data/go19
-    python -m experiments.go_import --source TYGEM/Kifu/2005-11.zip --out data/go19-small
-    python -m experiments.go_import --source my-sgf-folder --out data/go19-sgf --seed 1
+    python -m experiments.go.import_records --source computer-go-dataset --out data/go19
+    python -m experiments.go.import_records --source TYGEM/Kifu/2005-11.zip --out data/go19-small
+    python -m experiments.go.import_records --source my-sgf-folder --out data/go19-sgf --seed 1
 
 ``--source``: a clone of github.com/yenw/computer-go-dataset (its ``TYGEM``
 section: ``Kifu/YYYY-MM.zip`` and ``index/KifuYYYY.zip``), a folder of those
@@ -29,7 +29,8 @@ from agz_jax.go import games, play, tygem
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.go.import_records",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--source", type=Path, required=True, nargs="+",
                    help="a clone of the dataset repository, folders of zips, zips, SGF "
                         "files or folders of them")

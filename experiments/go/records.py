@@ -1,7 +1,7 @@
 """Go game records for move prediction: an engine playing itself, saved as SGF.
 
-    python -m experiments.go_records --engine gnugo --size 9 --games 2000 --out runs/go-records
-    python -m experiments.go_records --engine pachi --size 9 --games 100 --playouts 1000 \\
+    python -m experiments.go.records --engine gnugo --size 9 --games 2000 --out runs/go-records
+    python -m experiments.go.records --engine pachi --size 9 --games 100 --playouts 1000 \\
         --out runs/go-records-pachi
 
 GnuGo 3.8 (``--level``, Chinese rules, positional superko) plays both colours
@@ -21,7 +21,7 @@ so an interrupted run continues where it stopped when started again with the
 same arguments (``OUT/records.json`` holds them; other arguments are refused).
 Every record is replayed with ``go.rules`` before it is written: a game the
 engine played against our rules is reported and not saved (counted in
-``records.json``). Make the data set with ``python -m experiments.go_dataset``.
+``records.json``). Make the data set with ``python -m experiments.go.dataset``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ from agz_jax.go import gtp, play, sgf
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.go.records",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--engine", choices=play.ENGINES, default="gnugo")
     p.add_argument("--size", type=int, default=9)
     play.add_flags(p, level=1, playouts=1000, komi=7.0)

@@ -1,6 +1,6 @@
 r"""Make a balanced opening set (``agz_jax.game.openings``) by searching candidate openings.
 
-    python -m experiments.openings --model curriculum --games 4 --sims 8 \
+    python -m experiments.play.openings --model curriculum --games 4 --sims 8 \
         --out src/agz_jax/data/balanced15.txt --force
 
 The candidates: black's first stone on the centre point, white's and black's
@@ -13,7 +13,7 @@ them. (``--judge value`` uses the search's value for the side to move instead;
 under Winning Value Decay the values of early positions are all near 0, so it
 hardly separates the openings.)
 
-    python -m experiments.openings --judge outside --outside PATH --nodes 100000 \
+    python -m experiments.play.openings --judge outside --outside PATH --nodes 100000 \
         --max-deviation 60 --out src/agz_jax/data/rapfi15.txt
 
 ``--judge outside`` asks an outside Piskvork engine instead (``--outside`` or
@@ -27,7 +27,7 @@ the command, the model and every kept opening's value, so the set can be made
 again and its source is on record. An existing ``--out`` file is refused,
 before the search, unless ``--force`` is given (then it is replaced).
 
-    python -m experiments.openings --check balanced15 --model default --games 2 --sims 32
+    python -m experiments.play.openings --check balanced15 --model default --games 2 --sims 32
 
 ``--check SET`` makes nothing: it measures black's score in the judge's
 self-play games from every opening of an existing set (a shipped name or a
@@ -168,7 +168,7 @@ def selfplay_scores(model_name: str, moves: np.ndarray, games: int, sims: int, s
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.openings", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m experiments.play.openings", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="curriculum", help="the judge (a model name or dir)")
     p.add_argument("--judge", choices=("selfplay", "value", "outside"), default="selfplay",
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         args.out.write_text(shipped.format_set(shipped.renju_canonical(), 15, (
             "The 26 canonical renju openings for 15x15 (black, white, black; white to move).\n"
-            f"Made by: python -m experiments.openings --renju-canonical --out {args.out}\n"
+            f"Made by: python -m experiments.play.openings --renju-canonical --out {args.out}\n"
             "The RIF opening rule: black on the centre, white next to it, orthogonally (13\n"
             "direct openings) or diagonally (13 indirect), black's second stone in the central\n"
             "5x5 square, one per class under the reflection that keeps the first two stones.\n"
@@ -294,7 +294,7 @@ def write_set(args: argparse.Namespace, argv, size: int, rule: str, moves: np.nd
     """Write the kept openings to ``--out`` under a header that says how they were made."""
     from agz_jax.game import openings
 
-    command = "python -m experiments.openings " + " ".join(argv if argv is not None
+    command = "python -m experiments.play.openings " + " ".join(argv if argv is not None
                                                             else sys.argv[1:])
     header = (f"Balanced 3-stone openings for {size}x{size} {rule} (black, white, black;\n"
               f"white to move). Made by: {command}\n"

@@ -1,8 +1,8 @@
 """Matches of the raw move-prediction net (``gtp-agz``) against GnuGo 3.8 or Pachi.
 
-    python -m experiments.go_match --model runs/go-mp-cpu/depth-12 --opponent gnugo \\
+    python -m experiments.go.match --model runs/go-mp-cpu/depth-12 --opponent gnugo \\
         --level 10 --size 9 --games 100 --out runs/go-match-gnugo10
-    python -m experiments.go_match --model DIR --opponent pachi --playouts 10000 \\
+    python -m experiments.go.match --model DIR --opponent pachi --playouts 10000 \\
         --size 9 --games 50 --out runs/go-match-pachi
 
 Our engine runs as its own process (``python -m agz_jax.go.gtp_engine``: the
@@ -44,8 +44,9 @@ PAPER = {"gnugo": "12-layer net 97.2 ± 0.9% (3-layer, 16 filters: 3.4 ± 1.1%) 
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", required=True, help="a model directory of go_movepred")
+    p = argparse.ArgumentParser(prog="python -m experiments.go.match",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", required=True, help="a model directory of experiments.go.movepred")
     p.add_argument("--opponent", choices=play.ENGINES, default="gnugo")
     p.add_argument("--size", type=int, default=9, choices=(9, 13, 19))
     play.add_flags(p, level=10, playouts=10_000, komi=7.5)
@@ -59,7 +60,7 @@ def parse_args(argv=None):
     play.check_flags(p, args)
     if not Path(args.model).is_dir():
         p.error(f"--model {args.model} is not a model directory (the --out of "
-                "experiments.go_movepred, holding net.json)")
+                "experiments.go.movepred, holding net.json)")
     if args.opponent == "pachi":
         try:
             args.engine_path = play.find_pachi(args.engine_path)

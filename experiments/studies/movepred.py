@@ -1,10 +1,10 @@
 """Supervised move prediction (Maddison et al., ICLR 2015): a grid of nets on the same games.
 
-    python -m experiments.movepred --preset smoke --out runs/movepred_smoke
-    python -m experiments.movepred --preset default --out runs/movepred \\
+    python -m experiments.studies.movepred --preset smoke --out runs/movepred_smoke
+    python -m experiments.studies.movepred --preset default --out runs/movepred \\
         --grid net.blocks=1,2,3 --grid net.symmetric=false,true
-    python -m experiments.movepred --preset rank --out runs/movepred_rank
-    python -m experiments.movepred --preset default --out runs/mp_psq \\
+    python -m experiments.studies.movepred --preset rank --out runs/movepred_rank
+    python -m experiments.studies.movepred --preset default --out runs/mp_psq \\
         --set movepred.records=runs/s/games --grid features.history=0,2
 
 Every grid point trains a fresh net on the SAME games (mentor games made once
@@ -21,7 +21,7 @@ anything compiles. A preset without ``--grid`` runs its own grid.
 
 Written in OUT: ``settings/<setting>/`` (``record.json``, ``metrics.jsonl``
 and the nets as a model directory: ``--a policy:OUT/settings/<setting>`` in
-``experiments.arena``), ``table.csv``, ``table.md``, ``by_move.csv``,
+``experiments.play.arena``), ``table.csv``, ``table.md``, ``by_move.csv``,
 ``topn.png`` (Fig. 1) and ``by_move.png``. Running the command again skips
 finished settings.
 
@@ -106,7 +106,7 @@ def check_records(directory: Path, size: int) -> None:
         read_records(directory, size)
     except records.RecordError as e:
         raise ConfigError(f"movepred.records: {e}; --set movepred.records=DIR, a directory of "
-                          f"{size}x{size} .psq records (e.g. experiments.arena --out DIR), or "
+                          f"{size}x{size} .psq records (e.g. experiments.play.arena --out DIR), or "
                           "--set game.size=N for records of another board") from None
 
 
@@ -122,7 +122,7 @@ def check_out(out: Path) -> None:
 
 def parse(argv: list[str]):
     """Everything checked, nothing compiled: (args, base pair, [(setting, config, mp)])."""
-    p = argparse.ArgumentParser(prog="python -m experiments.movepred", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m experiments.studies.movepred", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="smoke", help=f"one of {sorted(PRESETS)} (smoke)")
     p.add_argument("--out", type=Path, required=True, help="experiment directory")
@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # argparse: usage error (already printed) or --help
         return int(e.code or 0)
 
-    command = shlex.join(["python", "-m", "experiments.movepred", *argv])
+    command = shlex.join(["python", "-m", "experiments.studies.movepred", *argv])
     try:
         return run(args, config, mp, points, command)
     except KeyboardInterrupt:

@@ -1,9 +1,10 @@
 """An outside engine as a fixed yardstick: our players against Rapfi at node limits.
 
-    python -m experiments.outside --candidate default --outside /opt/rapfi-src/build/pbrain-rapfi \\
-        --nodes 1000,3000 --games 20 --turn-ms 1000 --ledger docs/outside/games.jsonl
-    python -m experiments.outside --table-only --ledger docs/outside/games.jsonl
-    python -m experiments.ladder --candidate mcts:default:400 --outside PATH  # in the ladder
+    python -m experiments.play.outside --candidate default \\
+        --outside /opt/rapfi-src/build/pbrain-rapfi --nodes 1000,3000 --games 20 \\
+        --turn-ms 1000 --ledger docs/outside/games.jsonl
+    python -m experiments.play.outside --table-only --ledger docs/outside/games.jsonl
+    python -m experiments.play.ladder --candidate mcts:default:400 --outside PATH  # in the ladder
 
 Both sides are Piskvork (Gomocup) engines run as subprocesses by
 ``agz_jax.play.piskvork``, so our side is exactly what a Gomocup manager sees:
@@ -72,7 +73,7 @@ from agz_jax.studies.outside import (
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.outside", description=__doc__,
+        prog="python -m experiments.play.outside", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--candidate", action="append", default=[], metavar="MODEL|SPEC",
                         help="a player to measure: a model, or mcts:MODEL:SIMS (repeatable)")

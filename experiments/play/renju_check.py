@@ -1,7 +1,7 @@
 """Cross-check black's forbidden moves (``agz_jax.game.renju``) against an
 independent referee, the PyPI package ``renju`` (``agz_jax.game.renju_check``).
 
-    python -m experiments.renju_check --boards 2000 --out docs/renju/check.json
+    python -m experiments.play.renju_check --boards 2000 --out docs/renju/check.json
 
 Each generator (random games, dense squares, lines through one point) gives
 ``--boards`` boards from ``--seed``; every empty point with a black stone
@@ -23,7 +23,8 @@ from agz_jax.game import renju, renju_check
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.play.renju_check",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--boards", type=int, default=2000, help="boards per generator")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--depth", type=int, default=3, help="the deep reading's recursion depth")

@@ -1,6 +1,6 @@
 """The move-prediction data set of a directory of SGF records (``go.dataset``).
 
-    python -m experiments.go_dataset --records runs/go-records9 runs/go-records9-open \
+    python -m experiments.go.dataset --records runs/go-records9 runs/go-records9-open \
         --out runs/go-data9
 
 Every record is parsed first (a malformed one stops the build with its file
@@ -22,7 +22,8 @@ from agz_jax.go import dataset, play, sgf
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.go.dataset",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--records", type=Path, required=True, nargs="+",
                    help="directories of .sgf files (or files)")
     p.add_argument("--out", type=Path, required=True)

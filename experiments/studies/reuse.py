@@ -1,9 +1,9 @@
 """Subtree reuse measured: the engine with reuse against the engine without.
 
-    python -m experiments.reuse --model campaign --games 200 --sims 64 --seed 1
-    python -m experiments.reuse --model campaign --games 200 --ms 100 --seed 2
-    python -m experiments.reuse --report      # docs/reuse.md from docs/reuse.jsonl
-    python -m experiments.reuse --report --ledger runs/r.jsonl   # runs/reuse.md
+    python -m experiments.studies.reuse --model campaign --games 200 --sims 64 --seed 1
+    python -m experiments.studies.reuse --model campaign --games 200 --ms 100 --seed 2
+    python -m experiments.studies.reuse --report      # docs/reuse.md from docs/reuse.jsonl
+    python -m experiments.studies.reuse --report --ledger runs/r.jsonl   # runs/reuse.md
 
 Both players are ``agz_jax.play.engine.Engine`` on the same model and nets, PUCT
 (reuse needs it), the engine's own tactics guard included; they differ only in
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LEDGER = ROOT / "docs" / "reuse.jsonl"
 REPORT = ROOT / "docs" / "reuse.md"
 
@@ -148,8 +148,8 @@ def report(ledger: Path = LEDGER, out: Path | None = None) -> str:
         "# Subtree reuse, measured",
         "",
         "The engine with `search.reuse` against the same engine without, same model and",
-        "nets, PUCT, colours alternated, openings paired (`python -m experiments.reuse`;",
-        "this file: `python -m experiments.reuse --report`). Score is the reusing",
+        "nets, PUCT, colours alternated, openings paired (`python -m experiments.studies.reuse`;",
+        "this file: `python -m experiments.studies.reuse --report`). Score is the reusing",
         "engine's, with its 95% Wilson interval. Carried: root visits a search started",
         "with; new: simulations it ran; ms: wall time per move on the machine named.",
         "",
@@ -160,7 +160,7 @@ def report(ledger: Path = LEDGER, out: Path | None = None) -> str:
     for r in rows:
         if not isinstance(r, dict) or not {"sims", "ms", "model", "reuse"} <= r.keys():
             raise ValueError(f"--ledger {ledger} holds a line that is not a match of "
-                             "experiments.reuse; give its own ledger")
+                             "experiments.studies.reuse; give its own ledger")
         budget = f"{r['sims']} visits" if r["sims"] else f"{r['ms']:g} ms (≤{r['max_sims']})"
         lines.append(
             f"| {budget} | {r['model']} | {r['games']} | {r['reuse_score']:.3f} "
@@ -179,8 +179,8 @@ def fail(message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.reuse", description=__doc__.split(
-        "\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.studies.reuse",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="campaign", help="model name or directory")
     p.add_argument("--games", type=int, default=200, help="games (even: colours alternate)")
     budget = p.add_mutually_exclusive_group()

@@ -1,8 +1,8 @@
 """A match between two players: scores, the 95% interval and the Elo difference.
 
-    python -m experiments.arena --a mcts:runs/cpu:64 --b random --games 20
-    python -m experiments.arena --a policy:runs/cpu --b mcts:runs/old:32 --games 40 --json
-    python -m experiments.arena --a random --b random --games 4 --size 9 --out games/
+    python -m experiments.play.arena --a mcts:runs/cpu:64 --b random --games 20
+    python -m experiments.play.arena --a policy:runs/cpu --b mcts:runs/old:32 --games 40 --json
+    python -m experiments.play.arena --a random --b random --games 4 --size 9 --out games/
 
 A player SPEC is one of:
 
@@ -20,7 +20,7 @@ A player SPEC is one of:
 
 MODEL is a model name (``default`` = models/default in this repository), a
 model directory, a run directory written by ``python -m experiments.selfplay``
-(its best net) or one written by ``python -m experiments.curriculum``. Player A
+(its best net) or one written by ``python -m experiments.training.curriculum``. Player A
 is black in the first half of the games and white in the second. With
 ``--openings SET`` (a shipped opening set such as ``balanced15``, or a file;
 ``agz_jax.game.openings``) every game starts from an opening of the set, each drawn
@@ -79,7 +79,7 @@ def check_out(out: Path | None) -> None:
 def parse(argv: list[str]) -> tuple[argparse.Namespace, Spec, Spec, int, str]:
     """Parse and validate everything; (args, spec A, spec B, board size, rule)."""
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.arena", description=__doc__,
+        prog="python -m experiments.play.arena", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--a", required=True, metavar="SPEC", help="player A")
     parser.add_argument("--b", required=True, metavar="SPEC", help="player B")

@@ -1,8 +1,8 @@
 """Cross-check ``agz_jax.go.rules`` against GnuGo 3.8 over GTP on random games.
 
-    python -m experiments.go_referee                          # 9x9, 13x13, 19x19
-    python -m experiments.go_referee --sizes 9 --games 64 --simple-ko
-    python -m experiments.go_referee --out runs/go_referee.json
+    python -m experiments.go.referee                          # 9x9, 13x13, 19x19
+    python -m experiments.go.referee --sizes 9 --games 64 --simple-ko
+    python -m experiments.go.referee --out runs/go_referee.json
 
 For each board size, ``--games`` random games are played in JAX (``go.referee``:
 uniform legal moves that never fill one's own eye, a pass with probability
@@ -35,7 +35,8 @@ from agz_jax.training import cli
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.go.referee",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="9,13,19", help="board sizes, comma-separated")
     p.add_argument("--games", default="512,160,80",
                    help="games per size (one number, or one per size)")

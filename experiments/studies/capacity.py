@@ -1,7 +1,7 @@
 """Is the net too small? Fresh nets of several sizes fitted to one run's self-play.
 
-    python -m experiments.capacity runs/campaign-q --nets 32x2,64x4 --steps 600
-    python -m experiments.capacity runs/campaign-q --nets 32x2,32x4,64x2 --json
+    python -m experiments.studies.capacity runs/campaign-q --nets 32x2,64x4 --steps 600
+    python -m experiments.studies.capacity runs/campaign-q --nets 32x2,32x4,64x2 --json
 
 The examples are the replay of a run's checkpoint (the latest, or ``--step``):
 the (s, pi, z) of its own self-play, decayed z and all. From one ring (``--ring``:
@@ -71,7 +71,7 @@ def split_ring(obs, policy, z, size: int, ptr: int, held_out: int):
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.capacity",
+    p = argparse.ArgumentParser(prog="python -m experiments.studies.capacity",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("run", type=Path, help="a self-play run directory with a checkpoint")
     p.add_argument("--nets", default="32x2,64x4", help="FILTERSxBLOCKS, comma-separated")

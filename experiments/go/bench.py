@@ -1,9 +1,9 @@
 """Speed of the Go rules under ``vmap``, ours against pgx's, and their agreement.
 
-    python -m experiments.go_bench                       # ours only (pgx is no dependency)
-    python -m experiments.go_bench --features --games 256,64   # and the feature planes
-    python -m experiments.go_bench --sizes 19 --games 64 --replay   # planes from stored games
-    PYTHONPATH=src /path/to/venv-with-pgx/bin/python -m experiments.go_bench --pgx
+    python -m experiments.go.bench                       # ours only (pgx is no dependency)
+    python -m experiments.go.bench --features --games 256,64   # and the feature planes
+    python -m experiments.go.bench --sizes 19 --games 64 --replay   # planes from stored games
+    PYTHONPATH=src /path/to/venv-with-pgx/bin/python -m experiments.go.bench --pgx
 
 A batch of ``--games`` games is stepped ``--plies`` times from the empty board in
 one jitted ``lax.scan`` (per ply: the legal mask, a uniform random legal point, or
@@ -248,7 +248,8 @@ def replay_rows(size: int, args, say) -> list[dict]:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m experiments.go.bench",
+                                description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="9,19")
     p.add_argument("--games", default="1024,256", help="one number, or one per size")
     p.add_argument("--plies", type=int, default=64)

@@ -1,8 +1,8 @@
 """The AlphaGomoku curriculum (paper Section IV): basic rules -> imitate the
 mentor -> self-play RL, each stage checkpointed, the whole resumable.
 
-    python -m experiments.curriculum --preset curriculum --out runs/curriculum
-    python -m experiments.curriculum --out runs/curriculum --resume
+    python -m experiments.training.curriculum --preset curriculum --out runs/curriculum
+    python -m experiments.training.curriculum --out runs/curriculum --resume
 
 The command is ``agz_jax.curriculum.command`` (its ``--help`` says the rest),
 there so that the ablation sweep (``agz_jax.studies.ablation_train``) runs it too.

@@ -1,19 +1,21 @@
 """The ablation sweep of AlphaGomoku's claims: Winning Value Decay,
 Double Networks, and the curriculum against self-play from scratch.
 
-    python -m experiments.ablation run --config experiments/ablation.toml --out runs/ablation9
-    python -m experiments.ablation status --out runs/ablation9
-    python -m experiments.ablation report --out runs/ablation9 --docs docs/ablation
-    python -m experiments.ablation report --docs docs/ablation   # from the committed data alone
-    python -m experiments.ablation save --out runs/ablation9 --state experiments/ablation_state
-    python -m experiments.ablation run --config experiments/ablation.toml --out runs/ablation9 \
-        --state experiments/ablation_state    # in a fresh clone: continue from the state
+    python -m experiments.studies.ablation run --config experiments/studies/ablation.toml \\
+        --out runs/ablation9
+    python -m experiments.studies.ablation status --out runs/ablation9
+    python -m experiments.studies.ablation report --out runs/ablation9 --docs docs/ablation
+    python -m experiments.studies.ablation report --docs docs/ablation  # committed data alone
+    python -m experiments.studies.ablation save --out runs/ablation9 \\
+        --state experiments/studies/ablation_state
+    python -m experiments.studies.ablation run --config experiments/studies/ablation.toml \\
+        --out runs/ablation9 --state experiments/studies/ablation_state  # a fresh clone
 
 ``run`` trains every arm x seed of the sweep file (``agz_jax.studies.ablation`` says
 what it holds) and rates them, one run after the other in this process, seed
 by seed (all arms of seed 0 first, so partial results cover every arm):
 
-* a curriculum arm first runs ``experiments.curriculum`` (its stages, no
+* a curriculum arm first runs ``experiments.training.curriculum`` (its stages, no
   self-play) in ``RUN/curriculum``, its process CPU time measured;
 * the main job (``agz_jax.training.driver.train``, lockstep self-play) runs in
   ``RUN/selfplay`` from scratch, or from the curriculum's nets, in
@@ -49,9 +51,9 @@ it as ``--out``.
 ``report --out OUT --docs DIR`` draws the report of OUT's data
 (``ablation.json``, the sweep file as run; ``index.json``; ``games.jsonl``)
 into DIR: summary.csv, seeds.csv, claims.csv, summary.md, curves.png,
-final.png and pool.md (every player's rating, ``experiments.ladder``'s
+final.png and pool.md (every player's rating, ``experiments.play.ladder``'s
 table). The data stays where it is (the committed report's is the committed
-state's, ``experiments/ablation_state``); summary.md names it. Without
+state's, ``experiments/studies/ablation_state``); summary.md names it. Without
 ``--out`` DIR's own data is read, where DIR holds some.
 """
 
@@ -83,12 +85,12 @@ DATA_FILES = ("ablation.json", "index.json", "games.jsonl")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m experiments.ablation", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m experiments.studies.ablation", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="train and rate every arm x seed (resumable)")
-    r.add_argument("--config", type=Path, default=Path("experiments/ablation.toml"),
-                   help="the sweep file (default experiments/ablation.toml)")
+    r.add_argument("--config", type=Path, default=Path("experiments/studies/ablation.toml"),
+                   help="the sweep file (default experiments/studies/ablation.toml)")
     r.add_argument("--out", type=Path, required=True, help="the sweep directory")
     r.add_argument("--state", type=Path, default=None,
                    help="a state directory written by save (committed): an --out that holds "
@@ -98,7 +100,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
                                     "(committed to git)")
     v.add_argument("--out", type=Path, required=True, help="the sweep directory")
     v.add_argument("--state", type=Path, required=True,
-                   help="the state directory (replaced whole; e.g. experiments/ablation_state)")
+                   help="the state directory (replaced whole; e.g. "
+                        "experiments/studies/ablation_state)")
     s = sub.add_parser("status", help="what is done and what is left")
     s.add_argument("--out", type=Path, required=True)
     d = sub.add_parser("report", help="draw the report (into --docs)")
@@ -146,7 +149,7 @@ def check(plan, out: Path) -> None:
 
 def regenerate_command(data: Path, docs: Path) -> str:
     source = "" if data == docs else f"--out {data} "
-    return f"python -m experiments.ablation report {source}--docs {docs}"
+    return f"python -m experiments.studies.ablation report {source}--docs {docs}"
 
 
 def render(data: Path, target: Path, regenerate: str) -> dict:
@@ -181,7 +184,7 @@ def redraw(plan, out: Path, index: dict, state: dict) -> None:
     anything was trained or played since it was last drawn."""
     if not state.pop("dirty", False) and (out / "report" / "summary.md").exists():
         return
-    render(out, out / "report", f"python -m experiments.ablation report --out {out} "
+    render(out, out / "report", f"python -m experiments.studies.ablation report --out {out} "
                                 "--docs DIR")
 
 
@@ -191,7 +194,7 @@ def code_version() -> str:
     ``+dirty`` when src/ or experiments/ differ from it, ``unknown`` without git."""
     import subprocess
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     if (root / "COMMIT").exists():
         return (root / "COMMIT").read_text().strip()
     try:
@@ -305,7 +308,7 @@ def cmd_report(args) -> int:
         not_a_file(args.out, "--out")
         if not (args.out / "ablation.json").exists():
             raise ConfigError(f"{args.out} holds no ablation sweep (no ablation.json); give "
-                              "the sweep directory of experiments.ablation run")
+                              "the sweep directory of experiments.studies.ablation run")
     else:
         missing = [f for f in DATA_FILES[:2] if not (args.docs / f).exists()]
         if missing:  # before --docs is made

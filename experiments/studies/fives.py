@@ -1,8 +1,9 @@
 """What a net's raw policy knows of the game's last tactic: completing a five,
 and blocking the opponent's; and where it opens on the empty board.
 
-    python -m experiments.fives models/curriculum models/campaign
-    python -m experiments.fives experiments/ablation_state/runs/single/seed_0/snapshots/it48 --json
+    python -m experiments.studies.fives models/curriculum models/campaign
+    python -m experiments.studies.fives --json \\
+        experiments/studies/ablation_state/runs/single/seed_0/snapshots/it48
 
 The positions: one side (the *attacker*) has four stones in a row, closed at
 one end by a stone of the other side (the *defender*) and open at the other,
@@ -228,7 +229,7 @@ def measure(model, cases: list[Position] | None = None, per_case: int = 100,
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m experiments.fives", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m experiments.studies.fives", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("nets", nargs="+", help="model names, model directories or run directories")
     p.add_argument("--positions", type=int, default=100,

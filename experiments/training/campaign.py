@@ -7,8 +7,8 @@ Runs do not survive the machine, so after (or during) each one its best nets
 go into ``models/campaign`` with ``export``, and ``models/campaign/campaign.json``
 records every run's share of the compute:
 
-    python -m experiments.campaign export runs/campaign-b --device cpu
-    python -m experiments.campaign status
+    python -m experiments.training.campaign export runs/campaign-b --device cpu
+    python -m experiments.training.campaign status
 
 ``export`` is idempotent: exporting the same run again (it has gone further)
 replaces that run's line (runs are named by their directory's name, so a
@@ -22,7 +22,7 @@ best that the gate kept) some more SGD steps on the replay of one of its
 checkpoints, and writes them as a model with a ``polish.json`` that says how;
 the run itself is not changed:
 
-    python -m experiments.campaign polish runs/campaign-h --steps 400 --seed 29 \
+    python -m experiments.training.campaign polish runs/campaign-h --steps 400 --seed 29 \
         --out runs/polished
 """
 
@@ -214,7 +214,7 @@ def polish(run_dir: Path, out: Path, steps: int, seed: int, step: int | None = N
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.campaign", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m experiments.training.campaign", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     e = sub.add_parser("export", help="copy a run's best nets into the campaign model")
@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     ledger = read_ledger(args.model)
     if not ledger:
         print(f"error: {args.model / LEDGER} not found: no run exported yet "
-              "(python -m experiments.campaign export RUN)", file=sys.stderr)
+              "(python -m experiments.training.campaign export RUN)", file=sys.stderr)
         return 2
     for r in ledger:
         stopped = r.get("stopped_hours", 0.0)

@@ -1,10 +1,10 @@
 r"""Distil a model's nets into nets of other sizes (``agz_jax.training.distill``).
 
-    python -m experiments.distill --teacher models/default --net-preset 6x64 \
+    python -m experiments.training.distill --teacher models/default --net-preset 6x64 \
         --out runs/distill-6x64
     python -m experiments.selfplay --preset campaign --net-preset 6x64 \
         --init-from runs/distill-6x64 --out runs/campaign-6x64
-    python -m experiments.distill --net-presets        # the presets' sizes and parameters
+    python -m experiments.training.distill --net-presets        # the presets' sizes and parameters
 
 The teacher (a model name or directory, or a run directory: its best nets)
 plays ``--games`` games against itself from the openings of its config (the
@@ -28,7 +28,7 @@ games and the result.
 
 A CPU smoke run (about two minutes on 2 cores):
 
-    python -m experiments.distill --teacher models/default --net-preset 6x64 \
+    python -m experiments.training.distill --teacher models/default --net-preset 6x64 \
         --out runs/distill-smoke --games 64 --held-out-games 16 --games-per-batch 32 \
         --epochs 2 --batch-size 64
 
@@ -54,7 +54,7 @@ def parser() -> argparse.ArgumentParser:
     from agz_jax.training.distill import Settings
 
     p = cli.ArgumentParser(
-        prog="python -m experiments.distill", description=__doc__, allow_abbrev=False,
+        prog="python -m experiments.training.distill", description=__doc__, allow_abbrev=False,
         formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(
             prog, max_help_position=8, width=100))
     p.add_argument("--teacher", default=None, metavar="MODEL",

@@ -1,10 +1,10 @@
 """Move prediction on 19x19 human games: train a net on a games store
-(``experiments.go_import``), the planes made in each training step
+(``experiments.go.import_records``), the planes made in each training step
 (``agz_jax.go.train19``), held-out top-1 on a fixed sample of another split.
 
-    python -m experiments.go_train19 --games data/go19 --out runs/go19-6x64 \
+    python -m experiments.go.train19 --games data/go19 --out runs/go19-6x64 \
         --layers 6 --filters 64 --batch-size 64 --steps 20000
-    python -m experiments.go_train19 --games data/go19 --out runs/go19-6x64 \
+    python -m experiments.go.train19 --games data/go19 --out runs/go19-6x64 \
         --layers 6 --filters 64 --batch-size 64 --steps 20000 --resume
 
 The net defaults to the paper's 12 layers of 128 filters (its Table 3: 3, 6,
@@ -33,8 +33,10 @@ PAPER = {(3, 16): 37.5, (3, 128): 48.0, (6, 128): 51.2, (10, 128): 54.5, (12, 12
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--games", type=Path, required=True, help="a games store (go_import)")
+    p = argparse.ArgumentParser(prog="python -m experiments.go.train19",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--games", type=Path, required=True,
+                   help="a games store (experiments.go.import_records)")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--train-split", default="train", choices=games_lib.SPLITS)
     p.add_argument("--eval-split", default="valid", choices=games_lib.SPLITS)

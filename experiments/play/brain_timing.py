@@ -1,7 +1,7 @@
 """How well ``pbrain-agz`` keeps to the protocol's clock.
 
-    python -m experiments.brain_timing --model campaign --turns 200,500,1000 --moves 20
-    python -m experiments.brain_timing --report    # docs/brain_timing.md from the ledger
+    python -m experiments.play.brain_timing --model campaign --turns 200,500,1000 --moves 20
+    python -m experiments.play.brain_timing --report    # docs/brain_timing.md from the ledger
 
 One ``pbrain-agz`` process (the real program, over stdin/stdout, as a manager
 runs it) plays ``--moves`` moves of one game per setting against a fixed
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LEDGER = ROOT / "docs" / "brain_timing.jsonl"
 REPORT = ROOT / "docs" / "brain_timing.md"
 
@@ -138,7 +138,7 @@ def report(ledger: Path = LEDGER, out: Path | None = None) -> str:
     rows = [json.loads(line) for line in ledger.read_text().splitlines() if line.strip()]
     lines = ["# pbrain-agz and the clock", "",
              "Move times of the real `pbrain-agz` process, from writing the command to",
-             "reading the move (`python -m experiments.brain_timing`; this file:",
+             "reading the move (`python -m experiments.play.brain_timing`; this file:",
              "`--report`). `load`: the machine's 1-minute load average meanwhile (2 cores).",
              "", "| setting | model | moves | mean ms | max ms | over the limit | "
              "whole game ms | load |", "|---|---|---|---|---|---|---|---|"]
@@ -154,7 +154,7 @@ def report(ledger: Path = LEDGER, out: Path | None = None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.brain_timing",
+    p = argparse.ArgumentParser(prog="python -m experiments.play.brain_timing",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--model", default="campaign")
     p.add_argument("--turns", default="200,500,1000", help="timeout_turn values, ms")

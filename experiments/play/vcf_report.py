@@ -2,7 +2,7 @@
 candidate faced a win by continuous fours, whether it stopped it, and how long
 the reading takes.
 
-    python -m experiments.vcf_report --ledger docs/outside/games.jsonl \\
+    python -m experiments.play.vcf_report --ledger docs/outside/games.jsonl \\
         --candidate 'pbrain:default[--no-vcf]@1000ms' --lost
 
 For each game (``--lost``: only the candidate's losses), at each of the
@@ -55,7 +55,7 @@ def marks(moves: list[int], candidate_black: bool, size: int, rule: str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m experiments.vcf_report", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m experiments.play.vcf_report", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ledger", type=Path, default=Path("docs/outside/games.jsonl"))
     p.add_argument("--candidate", required=True, help="the ledger's name of the player")

@@ -1,8 +1,8 @@
 """How often a player carried out the tactic the mentor sees, in saved games.
 
-    python -m experiments.arena --a mcts:default:400 --b mentor:3 --games 20 --out games/
-    python -m experiments.tactics games/                      # player A of that match
-    python -m experiments.tactics games/ --player mentor:3 --json
+    python -m experiments.play.arena --a mcts:default:400 --b mentor:3 --games 20 --out games/
+    python -m experiments.play.tactics games/                      # player A of that match
+    python -m experiments.play.tactics games/ --player mentor:3 --json
 
 For every move of the player (after ``--skip`` opening plies, which the arena
 plays at random), the mentor's tactic tiers (``agz_jax.game.mentor.urgent_moves``)
@@ -19,7 +19,7 @@ threes on different lines): a threat that wins unless the player can answer
 with fours, so not always a mistake, but the common way to lose slowly.
 
 The player is named by the ``black:``/``white:`` lines that
-``python -m experiments.arena --out`` writes after the moves; by default the
+``python -m experiments.play.arena --out`` writes after the moves; by default the
 black player of the first game, which is the arena's player A.
 """
 
@@ -42,7 +42,7 @@ def players(path: Path) -> dict[str, str]:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m experiments.tactics", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m experiments.play.tactics", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("games", type=Path, help="a directory of .psq games (arena --out)")
     p.add_argument("--player", default=None,

@@ -1,9 +1,9 @@
 """What the main job's per-iteration checkpoint costs for a preset's state.
 
-    python -m experiments.checkpoint_cost --preset gpu --fill --json
-    python -m experiments.checkpoint_cost --preset gpu --fill --selfplay.num-games 1024 \\
+    python -m experiments.studies.checkpoint_cost --preset gpu --fill --json
+    python -m experiments.studies.checkpoint_cost --preset gpu --fill --selfplay.num-games 1024 \\
         --replay.capacity 125000                    # a quarter of the state, to extrapolate
-    python -m experiments.checkpoint_cost --out runs/gpu --resume   # a run's own config
+    python -m experiments.studies.checkpoint_cost --out runs/gpu --resume   # a run's own config
 
 It builds the run state as the main job does (``run.build``, ``run.init_state``:
 the nets, the optimiser, the replay and, for continuous self-play, the slots'
@@ -44,7 +44,7 @@ def _own_flags(parser: argparse.ArgumentParser) -> None:
 
 
 COMMAND = cli.RunCommand(
-    prog="python -m experiments.checkpoint_cost", doc=__doc__, default_preset="gpu",
+    prog="python -m experiments.studies.checkpoint_cost", doc=__doc__, default_preset="gpu",
     default_out=lambda preset: Path(tempfile.gettempdir()), sections=cli.RUN_SECTIONS,
     own_flags=_own_flags)
 

@@ -1,8 +1,8 @@
 """Reproducibility sweep: the main job over a grid of seeds x config overrides.
 
-    python -m experiments.sweep --preset smoke --out runs/sweep --seeds 0-3 \\
+    python -m experiments.studies.sweep --preset smoke --out runs/sweep --seeds 0-3 \\
         --set search.num_simulations=4,8
-    python -m experiments.sweep --preset cpu --out runs/sweep_cpu --seeds 0-7 \\
+    python -m experiments.studies.sweep --preset cpu --out runs/sweep_cpu --seeds 0-7 \\
         --set search.num_simulations=32,64 --set decay.gamma=1.0,0.95
 
 A ``--set`` with several values is an axis of the grid; with one value it is a
@@ -48,7 +48,7 @@ from agz_jax.training import cli
 def parse(argv: list[str]):
     from agz_jax.studies import sweep
 
-    p = argparse.ArgumentParser(prog="python -m experiments.sweep", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m experiments.studies.sweep", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--preset", default="smoke", help=f"one of {sorted(PRESETS)} (smoke)")
     p.add_argument("--out", type=Path, required=True, help="sweep directory")
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    command = shlex.join(["python", "-m", "experiments.sweep", *argv])
+    command = shlex.join(["python", "-m", "experiments.studies.sweep", *argv])
     try:
         return sweep_runs(args, base, runs, plans, command)
     except (KeyboardInterrupt, Stopped) as e:

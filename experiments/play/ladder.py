@@ -1,13 +1,13 @@
 """A rating ladder: candidates play a fixed pool, every match goes into a
 ledger, and one maximum-likelihood Elo fit over the whole ledger rates them all.
 
-    python -m experiments.ladder --candidate mcts:runs/campaign:400
-    python -m experiments.ladder --candidate policy:runs/campaign --pairs all --games 40
-    python -m experiments.ladder --table-only
-    python -m experiments.ladder --no-default-pool --pool random --candidate mentor:0 \\
+    python -m experiments.play.ladder --candidate mcts:runs/campaign:400
+    python -m experiments.play.ladder --candidate policy:runs/campaign --pairs all --games 40
+    python -m experiments.play.ladder --table-only
+    python -m experiments.play.ladder --no-default-pool --pool random --candidate mentor:0 \\
         --size 7 --games 4 --ledger /tmp/ladder/games.jsonl
 
-Players are the arena's SPECs (``python -m experiments.arena --help``). The
+Players are the arena's SPECs (``python -m experiments.play.arena --help``). The
 pool is random, mentor:0..3 and models/curriculum (a fixed copy of the shipped
 net) as policy:curriculum and mcts:curriculum:400, plus every ``--pool``
 SPEC (``--no-default-pool``: only those). Each ``--candidate`` plays every
@@ -29,7 +29,7 @@ same games and seed is skipped, so a killed ladder loses only the match it was
 playing, and rerunning it resumes. A player whose net is a self-play run
 directory's latest checkpoint is named ``SPEC@itN`` (N the checkpoint's
 iteration), since the run goes on and its next checkpoint is another player; a
-campaign model (``models/campaign``, rewritten by ``experiments.campaign
+campaign model (``models/campaign``, rewritten by ``experiments.training.campaign
 export``) is named ``SPEC@gN`` by its self-play games so far;
 the ledger also keeps that iteration's cumulative self-play games and training
 time (from the run's metrics.jsonl) for the plot.
@@ -38,7 +38,7 @@ With ``--outside PATH`` (or the environment's ``AGZ_JAX_OUTSIDE``), an
 outside engine, Rapfi, joins the pool as ``rapfi:N`` for each N of
 ``--outside-nodes`` (its node limit per move): each candidate, played by
 ``pbrain-agz`` with ``--turn-ms`` per move, plays it over the Piskvork
-protocol from the ledger's opening set (``experiments.outside``, which says
+protocol from the ledger's opening set (``experiments.play.outside``, which says
 how; the ledger needs ``--openings SET --opening-plies 0``). Those games go in
 the ledger one line each, a killed ladder losing only the game it was playing,
 and outside.md beside it has their table and each candidate's rung.
@@ -65,7 +65,7 @@ from agz_jax.studies.ledger import DEFAULT_LEDGER, read_ledger, resolve_protocol
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m experiments.ladder", description=__doc__,
+        prog="python -m experiments.play.ladder", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--candidate", action="append", default=[], metavar="SPEC",
                         help="a player to rate (repeatable)")
