@@ -69,7 +69,7 @@ has one it searches only among the moves that stop it.
 Search: under a time limit the search uses the move's whole budget: it runs
 until the budget is spent or its tree (``--max-sims``, default
 ``engine.PLAY_CAPACITY`` = 8192 simulations) is full, whatever the model's
-training simulation count. Its default is PUCT with c_puct 2.5
+training simulation count. Its default is PUCT with c_puct 1.5
 (``engine.PLAY_C_PUCT``, chosen by measurement; the model's own c_puct is for
 self-play's exploration) and subtree reuse: the tree under the engine's move
 and the opponent's reply is carried to the next move, and its visits count.
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                              "(PUCT only); default: on for puct under a time limit, the "
                              "model's own search.reuse otherwise")
     parser.add_argument("--c-puct", type=float, default=None,
-                        help="PUCT's exploration constant; default: 2.5 under a time limit "
+                        help="PUCT's exploration constant; default: 1.5 under a time limit "
                              "(engine.PLAY_C_PUCT), the model's search.c_puct without one")
     parser.add_argument("--fpu", type=float, default=None, metavar="REDUCTION",
                         help="PUCT's first-play urgency: an unvisited move is valued at its "

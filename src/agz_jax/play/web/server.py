@@ -11,7 +11,7 @@ game as a list of actions (``row * size + col``), which the server replays and
 validates before it answers. This module is the HTTP layer; the API's
 answers are ``agz_jax.play.web.api``'s.
 
-The search is PUCT with c_puct 2.5 (``engine.PLAY_C_PUCT``; ``--algorithm
+The search is PUCT with c_puct 1.5 (``engine.PLAY_C_PUCT``; ``--algorithm
 gumbel`` for the model's Gumbel search): PUCT has no schedule, so an analysis can go on growing
 its tree for as long as its position stands, up to ``--max-sims`` (default
 ``engine.PLAY_CAPACITY``, 8192 simulations).
@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--algorithm", choices=("puct", "gumbel"), default=None,
                         help="search algorithm (default: puct)")
     parser.add_argument("--c-puct", type=float, default=None,
-                        help="PUCT's exploration constant (default: 2.5, "
+                        help="PUCT's exploration constant (default: 1.5, "
                              "engine.PLAY_C_PUCT, chosen by measurement)")
     parser.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=None,
                         help="keep the subtree under the moves played for the next search "
