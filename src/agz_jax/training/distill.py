@@ -210,7 +210,8 @@ def make_search_games(config: Config, rules: Rules, nets: Networks, num_games: i
 
     cfg = config.replace(**{"search.num_simulations": simulations,
                             "selfplay.num_games": num_games})
-    play_games = make_selfplay(cfg, rules, nets)
+    play_games = make_selfplay(rules, nets, search=cfg.search, decay=cfg.decay,
+                               selfplay=cfg.selfplay, openings=cfg.openings)
 
     def play(variables, key):
         traj, final, _ = play_games(variables, key)
@@ -474,7 +475,9 @@ def distil(teacher: models.Model, config: Config, settings: Settings, out: Path,
                                          settings.simulations))
     else:
         play = jax.jit(make_policy_games(tcfg, rules, teacher.nets, settings.games_per_batch,
-                                         settings.temperature, files.selfplay_opening_set(tcfg)))
+                                         settings.temperature,
+                                         files.selfplay_opening_set(tcfg.openings,
+                                                                    tcfg.game.size)))
     record = {"teacher": {"name": teacher.name, "path": str(teacher.path),
                           "step": teacher.step, "sha256": sha256(teacher.path),
                           "net": dataclasses.asdict(teacher.config.net),
