@@ -43,6 +43,12 @@ def tiny(**selfplay) -> Config:
     )
 
 
+def sections(config: Config) -> dict:
+    """The config sections self-play's builders take."""
+    return dict(search=config.search, decay=config.decay, selfplay=config.selfplay,
+                openings=config.openings)
+
+
 def sorted_rows(obs, policy, z):
     """The examples as a sorted list of byte strings (an order-free comparison)."""
     obs, policy, z = (np.asarray(x) for x in (obs, policy, z))
@@ -58,8 +64,8 @@ def test_without_refill_it_plays_the_lockstep_games():
     variables = nets.init(jax.random.PRNGKey(0))
     key = jax.random.PRNGKey(3)
 
-    traj, final, _ = jax.jit(make_selfplay(config, rules, nets))(variables, key)
-    init, play = make_continuous(config, rules, nets, refill=False)
+    traj, final, _ = jax.jit(make_selfplay(rules, nets, **sections(config)))(variables, key)
+    init, play = make_continuous(rules, nets, **sections(config), refill=False)
     buffer = replay.init_for(nets, rules, 4 * T)
     slots, buffer, stats, moves = jax.jit(play)(variables, init(key), buffer, key)
 
@@ -100,7 +106,7 @@ def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_ope
         config = config.replace(**{"openings.path": str(path),
                                    "openings.empty_fraction": empty_fraction,
                                    "openings.shift": shift})
-        opening_moves = files.selfplay_opening_set(config).tolist()
+        opening_moves = files.selfplay_opening_set(config.openings, SIZE).tolist()
         # Shifted by up to one point: 9 + 9 + 1 placements of the three openings.
         assert len(opening_moves) == (19 if shift else 3)
     start = lambda i: [] if i == openings.EMPTY else opening_moves[i]  # noqa: E731
@@ -108,7 +114,7 @@ def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_ope
     rules = Rules(SIZE)
     nets = run.make_networks(config)
     variables = nets.init(jax.random.PRNGKey(1))
-    init, play = make_continuous(config, rules, nets)
+    init, play = make_continuous(rules, nets, **sections(config))
     slots0 = init(jax.random.PRNGKey(2))
     buffer = replay.init_for(nets, rules, 10_000)
     slots, buffer, stats, moves = jax.jit(play)(variables, slots0, buffer,
@@ -309,8 +315,8 @@ def test_matches_and_lockstep_selfplay_start_from_the_openings(tmp_path):
     config = tiny().replace(**{"selfplay.continuous": False, "openings.path": str(f)})
     nets = run.make_networks(config)
     variables = nets.init(jax.random.PRNGKey(0))
-    traj, final, stats = jax.jit(make_selfplay(config, rules, nets))(variables,
-                                                                     jax.random.PRNGKey(2))
+    traj, final, stats = jax.jit(make_selfplay(rules, nets, **sections(config)))(
+        variables, jax.random.PRNGKey(2))
     assert traj.action.shape[0] == T - 2
     for b in range(config.selfplay.num_games):
         game = [int(a) for a in np.asarray(traj.action[:, b]) if a >= 0]

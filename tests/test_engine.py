@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from tiny_models import random_model
 
+from agz_jax.game import symmetry
 from agz_jax.nets import models
 from agz_jax.play import engine
 
@@ -379,8 +380,9 @@ def two_trees(reusing):
 
 def in_frame(rules, board, g, to_play=0, last=-1):
     """The position ``board`` under board symmetry ``g`` (a State)."""
-    perm = engine._perm(rules.size, g)
-    return engine.make_state(rules, board[perm], to_play, engine._point(rules.size, g, last))
+    perm = symmetry.permutations(rules.size)[g]
+    return engine.make_state(rules, board[perm], to_play,
+                             symmetry.transform_point(last, g, rules.size))
 
 
 def test_two_trees_are_the_position_and_its_quarter_turn(reusing, two_trees):
@@ -393,7 +395,7 @@ def test_two_trees_are_the_position_and_its_quarter_turn(reusing, two_trees):
     for g in (0, 1):
         reusing.forget()
         a = reusing.analyse(rules, in_frame(rules, board, g), simulations=40)
-        one.append(engine._unpermuted(a.visits, engine._perm(rules.size, g)))
+        one.append(symmetry.untransform_policy(a.visits, g, rules.size))
     two_trees.forget()
     both = two_trees.analyse(rules, engine.make_state(rules, board, 0), simulations=80)
     assert both.simulations == 80 and both.carried == 0 and both.reason == "search"
@@ -422,9 +424,9 @@ def test_each_tree_carries_its_own_subtree(reusing, two_trees):
     counts = []
     for g, last in enumerate(two_trees._lasts):
         t = jax.tree.map(np.asarray, last.tree)
-        perm = engine._perm(rules.size, g)
-        child = t.children_index[0, 0, engine._point(rules.size, g, first.action)]
-        counts.append(engine._unpermuted(t.children_visits[0, child].astype(float), perm))
+        child = t.children_index[0, 0, symmetry.transform_point(first.action, g, rules.size)]
+        counts.append(symmetry.untransform_policy(t.children_visits[0, child].astype(float), g,
+                                                  rules.size))
     reply = int(np.argmax(np.minimum(*counts)))
     assert min(c[reply] for c in counts) >= 2, "the reply should have a subtree in both"
     after = board.copy()

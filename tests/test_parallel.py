@@ -222,8 +222,8 @@ def test_batches_must_split_over_the_devices():
         cfg.replace(**{"parallel.devices": -1})
     n = jax.device_count()
     with pytest.raises(ConfigError, match=f"at most the {n} devices"):
-        parallel.make_mesh(cfg.replace(**{"parallel.devices": 8 * n}))
-    assert parallel.make_mesh(cfg).size == n  # 0: every device
+        parallel.make_mesh(cfg.replace(**{"parallel.devices": 8 * n}).parallel)
+    assert parallel.make_mesh(cfg.parallel).size == n  # 0: every device
 
 
 @pytest.mark.parametrize("flags, env, message", [

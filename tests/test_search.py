@@ -1112,12 +1112,14 @@ def test_gating_and_selfplay_choose_gumbel_moves_by_one_rule():
                      selfplay=SelfPlayConfig(num_games=8, move_policy=policy))
         nets = run.make_networks(cfg)
         variables = nets.init(jax.random.PRNGKey(0))
-        searcher = search.Searcher.of(cfg, rules, nets)
+        searcher = search.Searcher.of(rules, nets, search=cfg.search, decay=cfg.decay)
         gate = arena.mcts_player(searcher, variables, num_simulations=8, move_cfg=cfg.selfplay)
         key = jax.random.PRNGKey(5)
         gated = np.asarray(jax.jit(gate)(key, empty))
         if policy == "stochastic":
-            played, _, _ = jax.jit(selfplay.make_move(cfg, rules, nets))(variables, empty, key)
+            move = selfplay.make_move(rules, nets, search=cfg.search, decay=cfg.decay,
+                                      selfplay=cfg.selfplay)
+            played, _, _ = jax.jit(move)(variables, empty, key)
             np.testing.assert_array_equal(gated, np.asarray(played))
             assert len(set(gated.tolist())) > 1  # the noise varies the 8 games' moves
         else:

@@ -46,7 +46,8 @@ def played():
     rules = Rules(SIZE)
     nets = make_networks(config)
     variables = nets.init(jax.random.PRNGKey(0))
-    play = jax.jit(make_selfplay(config, rules, nets))
+    play = jax.jit(make_selfplay(rules, nets, search=config.search, decay=config.decay,
+                                 selfplay=config.selfplay, openings=config.openings))
     traj, final, stats = play(variables, jax.random.PRNGKey(1))
     return config, rules, traj, final, stats
 

@@ -20,7 +20,10 @@ from agz_jax.game.symmetry import (
     permutations,
     random_symmetry,
     transform_planes,
+    transform_point,
     transform_policy,
+    transform_states,
+    untransform_policy,
 )
 
 SIZES = (5, 6)  # odd and even: the centre is a point, or not
@@ -214,3 +217,69 @@ def test_transformed_move_is_where_the_stone_lands():
         onehot = np.zeros(size * size, np.float32)
         onehot[p] = 1
         assert int(np.argmax(transform_policy(onehot, g, size))) == q
+
+
+# --------------------------------------------------------------------------
+# Points, host vectors and positions in a symmetry's frame (the engine's trees).
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_a_point_mapped_and_mapped_back_is_itself(size):
+    perm = permutations(size)
+    for g, p in itertools.product(G, range(size * size)):
+        q = transform_point(p, g, size)
+        assert int(perm[g][q]) == p  # the frame holds the position's point perm[g][q] at q
+        assert transform_point(q, inverse(g), size) == p
+        onehot = np.zeros(size * size, np.float32)
+        onehot[p] = 1
+        assert int(np.argmax(transform_policy(onehot, g, size))) == q
+    assert all(transform_point(-1, g, size) == -1 for g in G)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_untransform_policy_undoes_transform_policy(size):
+    x = np.random.default_rng(5).normal(size=(3, size * size)).astype(np.float32)
+    for g in G:
+        there = np.asarray(transform_policy(x, g, size))
+        back = untransform_policy(there, g, size)
+        assert back.dtype == x.dtype
+        np.testing.assert_array_equal(back, x)
+        np.testing.assert_array_equal(np.asarray(transform_policy(untransform_policy(x, g, size),
+                                                                  g, size)), x)
+        np.testing.assert_array_equal(untransform_policy(x[0], g, size),
+                                      untransform_policy(x, g, size)[0])
+
+
+def test_transformed_states_are_the_transformed_game():
+    """A position in g's frame is the game played with every move mapped by g,
+    and its board is transform_policy of the board, for all 8 symmetries;
+    batched positions map row by row, and g == 0 changes nothing."""
+    size = GAME_SIZE
+    rules = Rules(size)
+    step = jax.jit(lambda state, action: rules.step(state, action))
+    moves = [24, 17, 3, 40, 25, 11]
+
+    def played(actions):
+        state = rules.init()
+        for a in actions:
+            state = step(state, jnp.int32(a))
+        return state
+
+    state = played(moves)
+    assert transform_states(state, 0, size) is state
+    for g in G:
+        got = transform_states(state, g, size)
+        want = played([transform_point(a, g, size) for a in moves])
+        for field in state._fields:
+            np.testing.assert_array_equal(getattr(got, field), getattr(want, field),
+                                          err_msg=f"{field}, g={g}")
+        np.testing.assert_array_equal(got.board, transform_policy(state.board, g, size))
+    start = transform_states(rules.init(), 3, size)  # no last move: -1 stays -1
+    assert int(start.last_action) == -1
+    batch = jax.tree.map(lambda *x: jnp.stack(x), state, played(moves[:3]))
+    for g in G:
+        got = transform_states(batch, g, size)
+        for b in range(2):
+            row = transform_states(jax.tree.map(lambda x, b=b: x[b], batch), g, size)
+            for field in state._fields:
+                np.testing.assert_array_equal(getattr(got, field)[b], getattr(row, field))

@@ -108,7 +108,9 @@ def setup(cfg: Config, scale: float = 1.0):
 def lockstep_puct(scale: float = 1.0) -> dict:
     cfg = config("puct")
     rules, nets, variables = setup(cfg, scale)
-    traj, final, _ = jax.jit(make_selfplay(cfg, rules, nets))(variables, jax.random.PRNGKey(1))
+    play = make_selfplay(rules, nets, search=cfg.search, decay=cfg.decay, selfplay=cfg.selfplay,
+                         openings=cfg.openings)
+    traj, final, _ = jax.jit(play)(variables, jax.random.PRNGKey(1))
     return {"action": traj.action, "policy": traj.policy, "board": final.board,
             "winner": final.winner}
 
@@ -116,7 +118,8 @@ def lockstep_puct(scale: float = 1.0) -> dict:
 def continuous_gumbel(scale: float = 1.0) -> dict:
     cfg = config("gumbel", continuous=True, steps=30)
     rules, nets, variables = setup(cfg, scale)
-    init, play = make_continuous(cfg, rules, nets)
+    init, play = make_continuous(rules, nets, search=cfg.search, decay=cfg.decay,
+                                 selfplay=cfg.selfplay, openings=cfg.openings)
     buffer = replay.init_for(nets, rules, 256)
     key = jax.random.PRNGKey(2)
     slots, buffer, stats, moves = jax.jit(play)(variables, init(key), buffer, key)
@@ -129,7 +132,8 @@ def arena_players(scale: float = 1.0) -> dict:
     for algorithm in ("puct", "gumbel"):
         cfg = config(algorithm)
         rules, nets, variables = setup(cfg, scale)
-        a = arena.mcts_player(Searcher.of(cfg, rules, nets), variables, num_simulations=8)
+        searcher = Searcher.of(rules, nets, search=cfg.search, decay=cfg.decay)
+        a = arena.mcts_player(searcher, variables, num_simulations=8)
         b = arena.policy_player(rules, nets, variables)
         result = arena.play_match(rules, a, b, jax.random.PRNGKey(3), 4, opening_plies=2)
         for field, value in result._asdict().items():

@@ -91,7 +91,8 @@ def values(model_name: str, moves: np.ndarray, sims: int, seed: int) -> np.ndarr
     @jax.jit
     def value(variables, index, key):
         states = openings.start_states(rules, moves, index)
-        out = Searcher.of(config, rules, nets).run(variables, key, states, num_simulations=sims)
+        searcher = Searcher.of(rules, nets, search=config.search, decay=config.decay)
+        out = searcher.run(variables, key, states, num_simulations=sims)
         return out.search_tree.node_values[:, 0]
 
     return np.asarray(value(model.variables, np.arange(len(moves)), jax.random.PRNGKey(seed)))
@@ -140,7 +141,8 @@ def selfplay_scores(model_name: str, moves: np.ndarray, games: int, sims: int, s
     config = model.config.replace(**{"search.num_simulations": sims})
     rules = Rules(config.game.size, config.game.rule)
     nets = make_networks(config)
-    move = make_move(config, rules, nets)
+    move = make_move(rules, nets, search=config.search, decay=config.decay,
+                     selfplay=config.selfplay)
 
     def players(variables):
         act = lambda key, states: move(variables, states, key)[0]  # noqa: E731

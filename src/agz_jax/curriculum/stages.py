@@ -143,9 +143,10 @@ def _imitate_fns(config: Config):
     rules, nets = comps.rules, comps.nets
     gamma = config.decay.gamma
     mentor = Mentor(rules, cfg.level)
+    searcher = Searcher.of(rules, nets, search=config.search, decay=config.decay)
 
     def players(variables):  # (student, mentor); the mentor's games ignore the student
-        return (arena.mcts_player(Searcher.of(config, rules, nets), variables,
+        return (arena.mcts_player(searcher, variables,
                                   num_simulations=cfg.eval_simulations), mentor.act)
 
     mentors = lambda variables: (mentor.act, mentor.act)

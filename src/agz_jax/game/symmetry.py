@@ -6,7 +6,11 @@ flat ``[..., H*W]`` over the same points. For every ``g``::
 
     policy_of(transform_planes(x, g)) == transform_policy(policy_of(x), g)
 
-holds for an equivariant net, and ``inverse(g)`` undoes ``g``.
+holds for an equivariant net, and ``inverse(g)`` undoes ``g``. The image of
+a position under ``g`` (its "frame", as the engine's trees see it) holds the
+position's point ``permutations(size)[g][j]`` at point ``j``; ``transform_point``,
+``untransform_policy`` and ``transform_states`` map points, host vectors and
+positions between the two.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from agz_jax.game.gomoku import State
 
 NUM_SYMMETRIES = 8
 
@@ -71,6 +77,34 @@ def transform_planes(planes: jax.Array, g) -> jax.Array:
     flat = planes.reshape(*lead, h * w, c)
     perm = jnp.asarray(permutations(h))[g]
     return jnp.take(flat, perm, axis=-2).reshape(*lead, h, w, c)
+
+
+def transform_point(point: int, g: int, size: int) -> int:
+    """Where the position's point ``point`` lies in its image under ``g``
+    (-1, no point, stays -1): the stone at ``point`` moves there."""
+    return point if point < 0 else int(np.argsort(permutations(size)[g])[point])
+
+
+def untransform_policy(x: np.ndarray, g: int, size: int) -> np.ndarray:
+    """A flat ``[..., A]`` host vector over the image under ``g`` brought back
+    over the position's points: undoes ``transform_policy``."""
+    out = np.empty_like(x)
+    out[..., permutations(size)[g]] = x
+    return out
+
+
+def transform_states(states: State, g: int, size: int) -> State:
+    """Positions (``State``, batched or not) as their images under ``g`` (an
+    int): the board, ``played_at`` and ``last_action`` moved; for ``g == 0``
+    the same ``states``."""
+    if g == 0:
+        return states
+    perm = jnp.asarray(permutations(size)[g])
+    at = jnp.asarray(np.argsort(permutations(size)[g]).astype(np.int32))
+    last = states.last_action
+    return states._replace(board=states.board[..., perm],
+                           played_at=states.played_at[..., perm],
+                           last_action=jnp.where(last >= 0, at[jnp.maximum(last, 0)], last))
 
 
 def random_symmetry(key: jax.Array, shape=()) -> jax.Array:

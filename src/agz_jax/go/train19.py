@@ -102,21 +102,17 @@ def load_store(path: str | Path, split: str) -> tuple[replay.Store, int, int]:
     return replay.store(g.moves, g.offsets, size=SIZE), replay.longest(g.offsets), len(g)
 
 
-def make_optimizer(cfg: Config) -> optax.GradientTransformation:
-    return optax.sgd(cfg.learning_rate) if cfg.optimizer == "sgd" else optax.adam(
-        cfg.learning_rate)
-
-
-def _step_fn(config: net_lib.NetConfig, cfg: Config, length: int):
-    return _step(config, cfg.batch_size, cfg.per_game, cfg.optimizer, cfg.learning_rate,
-                 cfg.ladder, length)
+def make_optimizer(optimizer: str, learning_rate: float) -> optax.GradientTransformation:
+    """``Config.optimizer`` ("sgd" or "adam") at ``learning_rate``."""
+    return optax.sgd(learning_rate) if optimizer == "sgd" else optax.adam(learning_rate)
 
 
 @functools.cache
-def _step(config: net_lib.NetConfig, batch_size: int, per_game: int, optimizer: str,
+def _step(config: net_lib.NetConfig, *, batch_size: int, per_game: int, optimizer: str,
           learning_rate: float, ladder: str, length: int):
+    """The jitted training step (cached on the settings it closes over)."""
     net = net_lib.GoNet(config)
-    opt = optax.sgd(learning_rate) if optimizer == "sgd" else optax.adam(learning_rate)
+    opt = make_optimizer(optimizer, learning_rate)
 
     def loss_fn(params, planes, to_play, target):
         logits = net.logits(params, planes, to_play)
@@ -204,14 +200,17 @@ def train(config: net_lib.NetConfig, cfg: Config, s: replay.Store, length: int,
     """Train ``config`` for ``cfg.steps`` steps on batches drawn from ``s`` (games
     of at most ``length`` plies); every ``cfg.eval_every`` steps and at the end,
     the accuracy on ``ev`` and (with ``out``) a checkpoint, which ``resume``
-    continues from. Returns (params, history)."""
+    continues from. Returns (params, history). The assembler of a whole run
+    config: the step and the optimiser take only the fields they use."""
     params = net_lib.init(config, cfg.seed)
-    opt_state = make_optimizer(cfg).init(params)
+    opt_state = make_optimizer(cfg.optimizer, cfg.learning_rate).init(params)
     done, history = 0, []
     ckpt = out / "checkpoint.msgpack" if out is not None else None
     if resume and ckpt is not None and ckpt.exists():
         done, params, opt_state, history = movepred.load_checkpoint(ckpt, params, opt_state)
-    step = _step_fn(config, cfg, length)
+    step = _step(config, batch_size=cfg.batch_size, per_game=cfg.per_game,
+                 optimizer=cfg.optimizer, learning_rate=cfg.learning_rate, ladder=cfg.ladder,
+                 length=length)
     key = jax.random.PRNGKey(cfg.seed)
     spent = history[-1]["train_s"] if history else 0.0
     cpu_spent = history[-1]["cpu_s"] if history else 0.0

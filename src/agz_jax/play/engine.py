@@ -639,8 +639,9 @@ class Engine:
                       "block" if blocks.any() and not wins.any() else "search")
             for t in trees:
                 self._lasts[t.lane] = _Last(
-                    t.tree, board[_perm(self.size, t.lane)], to_play, rules.rule,
-                    _point(self.size, t.lane, int(state.last_action)), rank)
+                    t.tree, board[symmetry.permutations(self.size)[t.lane]], to_play,
+                    rules.rule, symmetry.transform_point(int(state.last_action), t.lane,
+                                                         self.size), rank)
         if not legal[action]:  # the guards above make this unreachable
             raise AssertionError(f"engine chose an occupied or forbidden point {action}")
         return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, q, visits,
@@ -653,17 +654,16 @@ class Engine:
         key = jax.random.fold_in(self._key, self._calls)
         if lane:
             key = jax.random.fold_in(jax.random.fold_in(self._key, lane), self._calls)
-        states = _transformed(states, lane, self.size)
+        states = symmetry.transform_states(states, lane, self.size)
         state = jax.tree.map(lambda x: x[0], states)
         tree = self._kept(lane, rules, state, rank) if keep else None
         if tree is None:
             carried = self._carried(lane, rules, state, fns) if self.reuse else None
-            inside = jnp.asarray(allowed[_perm(self.size, lane)])[None]
+            inside = jnp.asarray(allowed[symmetry.permutations(self.size)[lane]])[None]
             tree = fns.start(self.variables, _exact(rules), key, states, inside, carried)
         visits, _, _, _, prior = fns.results(tree)
-        perm = _perm(self.size, lane)
         return _Tree(lane, tree, key, int(np.asarray(visits).sum()),
-                     _unpermuted(np.asarray(prior, np.float64), perm))
+                     symmetry.untransform_policy(np.asarray(prior, np.float64), lane, self.size))
 
     def _grow(self, fns: _Compiled, exact, deadline: float | None, budget: int,
               start: _Tree) -> _Grown:
@@ -686,10 +686,12 @@ class Engine:
             last = self.clock() - now
             done = stop
         visits, value, q, action, _ = (np.asarray(x) for x in out or fns.results(tree))
-        perm = _perm(self.size, start.lane)
-        return _Grown(start.lane, tree, _unpermuted(visits.astype(np.float64), perm),
-                      float(value), _unpermuted(q.astype(np.float64), perm),
-                      int(perm[int(action)]), start.prior, done, start.kept)
+        lane, size = start.lane, self.size
+        return _Grown(lane, tree,
+                      symmetry.untransform_policy(visits.astype(np.float64), lane, size),
+                      float(value), symmetry.untransform_policy(q.astype(np.float64), lane, size),
+                      int(symmetry.permutations(size)[lane][int(action)]), start.prior, done,
+                      start.kept)
 
     def _read_fours(self, rules: Rules, board: np.ndarray, to_play: int, t0: float,
                     deadline: float | None, defend: bool = True):
@@ -746,34 +748,6 @@ def _moves_between(board, to_play: int, new_board, new_to_play: int) -> list[int
         if len(mine) == 1 and len(theirs) == 1:
             return [mine[0], theirs[0]]
     return None
-
-
-def _perm(size: int, g: int) -> np.ndarray:
-    """int32[A]: symmetry ``g``'s frame holds the position's point ``perm[j]`` at ``j``."""
-    return symmetry.permutations(size)[g]
-
-
-def _point(size: int, g: int, action: int) -> int:
-    """The position's point ``action`` (or -1, none) in symmetry ``g``'s frame."""
-    return action if action < 0 else int(np.argsort(_perm(size, g))[action])
-
-
-def _unpermuted(x: np.ndarray, perm: np.ndarray) -> np.ndarray:
-    """A flat vector from a symmetry's frame back in the position's."""
-    out = np.empty_like(x)
-    out[perm] = x
-    return out
-
-
-def _transformed(states: State, g: int, size: int) -> State:
-    """Positions [B] in symmetry ``g``'s frame (the same positions for 0)."""
-    if g == 0:
-        return states
-    perm = jnp.asarray(_perm(size, g))
-    at = jnp.asarray(np.argsort(_perm(size, g)).astype(np.int32))
-    last = states.last_action
-    return states._replace(board=states.board[:, perm], played_at=states.played_at[:, perm],
-                           last_action=jnp.where(last >= 0, at[jnp.maximum(last, 0)], last))
 
 
 def _exact(rules: Rules) -> jax.Array:

@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from agz_jax.config.schema import Config, SearchConfig, SelfPlayConfig
+from agz_jax.config.sections import DecayConfig, SearchConfig, SelfPlayConfig
 from agz_jax.game.gomoku import Rules, State, stone
 from agz_jax.game.tactics import search_moves, threat_value
 from agz_jax.nets.networks import Networks, cast_params
@@ -219,9 +219,10 @@ class Searcher:
     gamma: float
 
     @classmethod
-    def of(cls, config: Config, rules: Rules, nets: Networks) -> Searcher:
-        """The searcher of a run or model config: its search settings and its gamma."""
-        return cls(rules=rules, nets=nets, settings=config.search, gamma=config.decay.gamma)
+    def of(cls, rules: Rules, nets: Networks, *, search: SearchConfig,
+           decay: DecayConfig) -> Searcher:
+        """The searcher of a config's ``search`` and ``decay`` sections."""
+        return cls(rules=rules, nets=nets, settings=search, gamma=decay.gamma)
 
     @property
     def forced(self) -> tuple[bool, bool, bool]:

@@ -256,7 +256,8 @@ def bench_routing(args, repeats: int, reps: int, mixed: State) -> dict:
     plays, fwds, first_s = {}, {}, {}
     for route in (False, True):
         routed = dataclasses.replace(nets, route=route)
-        init, play = make_continuous(config, rules, routed)
+        init, play = make_continuous(rules, routed, search=config.search, decay=config.decay,
+                                     selfplay=config.selfplay, openings=config.openings)
         buffer = replay.init_for(routed, rules, 4 * games * steps)
         # Fresh slots and replay for every call (the call donates them).
         plays[route] = functools.partial(_play_fresh, jax.jit(play, donate_argnums=(1, 2)),
@@ -309,7 +310,8 @@ def bench_selfplay(args) -> dict:
     rules = Rules(args.size)
     key = jax.random.PRNGKey(args.seed)
 
-    lock = jax.jit(make_selfplay(config, rules, nets))
+    lock = jax.jit(make_selfplay(rules, nets, search=config.search, decay=config.decay,
+                                 selfplay=config.selfplay, openings=config.openings))
     jax.block_until_ready(lock(variables, key))
     t0 = time.perf_counter()
     _, _, stats = jax.block_until_ready(lock(variables, key))
@@ -319,7 +321,8 @@ def bench_selfplay(args) -> dict:
     useful = int(stats["moves"])
 
     config = config.replace(**{"selfplay.steps": steps})
-    init, play = make_continuous(config, rules, nets)
+    init, play = make_continuous(rules, nets, search=config.search, decay=config.decay,
+                                 selfplay=config.selfplay, openings=config.openings)
     play = jax.jit(play, donate_argnums=(1, 2))
     fresh = lambda: (init(key), replay.init_for(nets, rules, 4 * games * steps))  # noqa: E731
     jax.block_until_ready(play(variables, *fresh(), key))
@@ -527,7 +530,8 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
     model = position_model(args.size, args.seed)
     out: dict = {"model": model.name, "capacity": args.position_capacity,
                  "simulations": args.position_sims, "stones": int(position.num_moves)}
-    recurrent_fn = Searcher.of(model.config, model.rules, model.nets).recurrent_fn()
+    recurrent_fn = Searcher.of(model.rules, model.nets, search=model.config.search,
+                               decay=model.config.decay).recurrent_fn()
     for batch in args.batches:
         log(f"position: the net alone and a whole expansion, batch {batch}")
         states = jax.tree.map(lambda x, n=batch: jnp.resize(x, (n,) + x.shape[1:]), mixed)

@@ -171,7 +171,7 @@ def run_iteration(group: Group, state: RunState) -> tuple[RunState, list[dict]]:
     stats = jax.device_get(stats)
     t_play = clock.running() - t0
     for i, m in enumerate(metrics):
-        m.update(run.selfplay_metrics(config, unstack(stats, i), t_play))
+        m.update(run.selfplay_metrics(unstack(stats, i), t_play, search=config.search))
 
     buffer = group.ingest(state.replay, traj, final)
     t0 = clock.running()

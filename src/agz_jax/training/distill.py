@@ -376,7 +376,9 @@ def distil(teacher: models.Model, config: Config, settings: Settings, out: Path,
                                          settings.simulations))
     else:
         play = jax.jit(make_policy_games(tcfg, rules, teacher.nets, settings.games_per_batch,
-                                         settings.temperature, files.selfplay_opening_set(tcfg)))
+                                         settings.temperature,
+                                         files.selfplay_opening_set(tcfg.openings,
+                                                                    tcfg.game.size)))
     record = {"teacher": {"name": teacher.name, "path": str(teacher.path),
                           "step": teacher.step, "sha256": sha256(teacher.path),
                           "net": dataclasses.asdict(teacher.config.net),

@@ -36,23 +36,24 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from agz_jax.config.schema import Config, ConfigError
+from agz_jax.config.schema import ConfigError
+from agz_jax.config.sections import ParallelConfig
 
 AXIS = "data"
 
 
-def make_mesh(config: Config) -> Mesh:
-    """The 1-D data mesh of ``config.parallel``; ConfigError (no compiling) if the
-    devices are too few or the global batches do not split evenly."""
+def make_mesh(parallel: ParallelConfig) -> Mesh:
+    """The 1-D data mesh of ``parallel.devices``; ConfigError (no compiling) if
+    the devices are too few. Whether a run's global batches split evenly over
+    it is the run config's ``Config.check_devices(mesh.size)``."""
     available = jax.devices()
-    n = config.parallel.devices or len(available)
+    n = parallel.devices or len(available)
     if n > len(available):
         raise ConfigError(f"parallel.devices must be at most the {len(available)} devices "
                           f"available ({jax.default_backend()}), got {n}")
     if jax.process_count() > 1 and n != len(available):
         raise ConfigError(f"parallel.devices must be 0 (every device) with "
                           f"{jax.process_count()} processes, got {n}")
-    config.check_devices(n)
     return Mesh(np.array(available[:n]), (AXIS,))
 
 

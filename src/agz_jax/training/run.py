@@ -34,6 +34,7 @@ import numpy as np
 from agz_jax.base import clock
 from agz_jax.config import files
 from agz_jax.config.schema import Config
+from agz_jax.config.sections import SearchConfig
 from agz_jax.game.gomoku import Rules
 from agz_jax.match import arena
 from agz_jax.nets.networks import Networks, make_networks
@@ -69,7 +70,8 @@ class Components:
 
 
 def build(config: Config) -> Components:
-    """The jitted phases of an iteration (compiled lazily on first call).
+    """The jitted phases of an iteration (compiled lazily on first call): the
+    assembler of a whole run config, which hands each builder its sections.
 
     Each phase runs over the device mesh of ``config.parallel`` (see
     ``agz_jax.training.parallel``): games and training examples split over devices,
@@ -79,13 +81,17 @@ def build(config: Config) -> Components:
     rules = Rules(config.game.size, config.game.rule)
     nets = make_networks(config)
     gamma = config.decay.gamma
-    searcher = Searcher.of(config, rules, nets)
-    sharder = parallel.Sharder(parallel.make_mesh(config))
+    searcher = Searcher.of(rules, nets, search=config.search, decay=config.decay)
+    mesh = parallel.make_mesh(config.parallel)
+    config.check_devices(mesh.size)
+    sharder = parallel.Sharder(mesh)
     openings = files.opening_set(config)
+    selfplay_args = dict(search=config.search, decay=config.decay, selfplay=config.selfplay,
+                         openings=config.openings, shard=sharder.constrain)
     if config.selfplay.continuous:
-        start_slots, play = make_continuous(config, rules, nets, shard=sharder.constrain)
+        start_slots, play = make_continuous(rules, nets, **selfplay_args)
     else:
-        start_slots, play = None, make_selfplay(config, rules, nets, shard=sharder.constrain)
+        start_slots, play = None, make_selfplay(rules, nets, **selfplay_args)
     step = make_train_step(nets, config.train)
     tcfg = config.train
 
@@ -170,7 +176,7 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
         traj, final, stats = comps.selfplay(state.best, k_play)
         stats = jax.device_get(stats)
     t_play = clock.running() - t0
-    metrics.update(selfplay_metrics(config, stats, t_play))
+    metrics.update(selfplay_metrics(stats, t_play, search=config.search))
     if not config.selfplay.continuous:
         buffer = comps.ingest(state.replay, traj, final)
     t0 = clock.running()
@@ -215,10 +221,10 @@ def run_iteration(comps: Components, state: RunState) -> tuple[RunState, dict]:
     return new_state, metrics
 
 
-def selfplay_metrics(config: Config, stats: dict, seconds: float) -> dict:
+def selfplay_metrics(stats: dict, seconds: float, *, search: SearchConfig) -> dict:
     """``selfplay/*``, ``speed/*`` and ``time/selfplay_s`` of one run's self-play
     phase (``stats``: its scalars on the host; ``seconds``: the phase's running
-    time, ``agz_jax.base.clock``)."""
+    time, ``agz_jax.base.clock``; ``search``: the run's search section)."""
     moves, searched = int(stats["moves"]), int(stats["searched"])
     return {**{f"selfplay/{k}": float(v) for k, v in stats.items()},
             "selfplay/wasted": 1.0 - moves / max(searched, 1),
@@ -226,7 +232,7 @@ def selfplay_metrics(config: Config, stats: dict, seconds: float) -> dict:
             "speed/games_per_s": float(stats["games"]) / seconds,
             "speed/moves_per_s": moves / seconds,
             # New simulations only: a search from a reused subtree runs fewer.
-            "speed/sims_per_s": moves * (config.search.num_simulations
+            "speed/sims_per_s": moves * (search.num_simulations
                                          - float(stats.get("reused_visits", 0.0))) / seconds}
 
 

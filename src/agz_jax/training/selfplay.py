@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 
 from agz_jax.config import files
-from agz_jax.config.schema import Config
+from agz_jax.config.sections import DecayConfig, OpeningsConfig, SearchConfig, SelfPlayConfig
 from agz_jax.game import openings as opening_sets
 from agz_jax.game.gomoku import Rules, State
 from agz_jax.nets.networks import Networks
@@ -62,51 +62,54 @@ def decayed_z(to_play: jax.Array, winner: jax.Array, length: jax.Array,
     return jnp.where(winner[None, :] >= 0, sign * jnp.power(jnp.float32(gamma), dist), 0.0)
 
 
-def make_move(config: Config, rules: Rules, nets: Networks):
+def make_move(rules: Rules, nets: Networks, *, search: SearchConfig, decay: DecayConfig,
+              selfplay: SelfPlayConfig):
     """``move(variables, states [B], key, tree=None) -> (action int32[B], policy
     float32[B, A], out)``: one self-play move of every game, by search with
     exploration noise, the search's training target and its output. The move is
     ``Searcher.play``'s: the Gumbel search's choice, or drawn from the visit
     counts with ``selfplay``'s temperature (PUCT). ``tree``: the subtree carried from the
     last move (``search.reuse``; ``Searcher.carry``)."""
-    searcher = Searcher.of(config, rules, nets)
+    searcher = Searcher.of(rules, nets, search=search, decay=decay)
 
     def move(variables, states, key, tree=None):
-        action, out = searcher.play(variables, key, states, move_cfg=config.selfplay,
+        action, out = searcher.play(variables, key, states, move_cfg=selfplay,
                                     explore=True, tree=tree)
         return action, out.action_weights, out
 
     return move
 
 
-def make_selfplay(config: Config, rules: Rules, nets: Networks, shard=None):
+def make_selfplay(rules: Rules, nets: Networks, *, search: SearchConfig, decay: DecayConfig,
+                  selfplay: SelfPlayConfig, openings: OpeningsConfig, shard=None):
     """Returns ``play(variables, key) -> (Trajectory, final State [B], stats)``:
     lockstep self-play, all games from their first move in one scan.
 
     With ``openings.path`` set, each game starts from an opening drawn by
-    ``key`` (from ``files.selfplay_opening_set(config)``: moved by up to
+    ``key`` (from ``files.selfplay_opening_set``: moved by up to
     ``openings.shift`` points); the trajectory then holds the players' moves only.
 
     ``shard(tree, axis)``, if given, constrains the game axis of the states and
     of the records to be split over devices (``parallel.Sharder.constrain``);
     it changes where the games are played, not the numbers.
     """
-    num_games = config.selfplay.num_games
-    openings = files.selfplay_opening_set(config)
-    empty = config.openings.empty_fraction
+    num_games = selfplay.num_games
+    opening_moves = files.selfplay_opening_set(openings, rules.size)
+    empty = openings.empty_fraction
     # A game from an opening has that many fewer moves to play, unless some start empty.
-    num_steps = rules.num_actions - (0 if openings is None or empty else openings.shape[1])
+    num_steps = rules.num_actions - (
+        0 if opening_moves is None or empty else opening_moves.shape[1])
     shard = shard or (lambda tree, axis: tree)
-    move = make_move(config, rules, nets)
-    searcher = Searcher.of(config, rules, nets)
-    reuse = config.search.reuse
+    move = make_move(rules, nets, search=search, decay=decay, selfplay=selfplay)
+    searcher = Searcher.of(rules, nets, search=search, decay=decay)
+    reuse = search.reuse
 
     def play(variables, key):
-        if openings is None:
+        if opening_moves is None:
             states = jax.vmap(lambda _: rules.init())(jnp.arange(num_games))
         else:
             key, k_open = jax.random.split(key)
-            states = opening_sets.sample_states(rules, openings, k_open, num_games, empty)
+            states = opening_sets.sample_states(rules, opening_moves, k_open, num_games, empty)
         states = shard(states, 0)
         tree = searcher.empty_tree(variables, states) if reuse else None
 
@@ -160,7 +163,7 @@ class Slots(NamedTuple):
     to_play: int32[B, T] their colours to move.
     length: int32[B] positions recorded so far in each slot's game.
     opening: int32[B] the opening each game started from (an index into
-      ``files.selfplay_opening_set(config)``),
+      ``files.selfplay_opening_set``),
       ``openings.EMPTY`` (-1) for the empty board.
     """
 
@@ -187,7 +190,8 @@ class SlotMoves(NamedTuple):
     opening: jax.Array
 
 
-def make_continuous(config: Config, rules: Rules, nets: Networks, refill: bool = True,
+def make_continuous(rules: Rules, nets: Networks, *, search: SearchConfig, decay: DecayConfig,
+                    selfplay: SelfPlayConfig, openings: OpeningsConfig, refill: bool = True,
                     shard=None):
     """Continuous self-play: ``(init, play)``.
 
@@ -211,21 +215,22 @@ def make_continuous(config: Config, rules: Rules, nets: Networks, refill: bool =
     stats: games finished, positions searched (``moves``), the finished games'
     mean length (in searched positions) and results (fractions of them).
     """
-    num_games = config.selfplay.num_games
-    openings = files.selfplay_opening_set(config)
-    gamma = config.decay.gamma
+    num_games = selfplay.num_games
+    opening_moves = files.selfplay_opening_set(openings, rules.size)
+    gamma = decay.gamma
+    steps = selfplay.steps
     T = rules.num_actions
     shard = shard or (lambda tree, axis: tree)
-    move = make_move(config, rules, nets)
-    searcher = Searcher.of(config, rules, nets)
-    reuse = config.search.reuse
+    move = make_move(rules, nets, search=search, decay=decay, selfplay=selfplay)
+    searcher = Searcher.of(rules, nets, search=search, decay=decay)
+    reuse = search.reuse
     slot = jnp.arange(num_games)
 
     def start(key):
         """New games' states [B] and their openings int32[B]."""
-        index = opening_sets.sample_index(openings, key, num_games,
-                                          config.openings.empty_fraction)
-        return opening_sets.start_states(rules, openings, index), index
+        index = opening_sets.sample_index(opening_moves, key, num_games,
+                                          openings.empty_fraction)
+        return opening_sets.start_states(rules, opening_moves, index), index
 
     def init(key) -> Slots:
         obs_shape = (rules.size, rules.size, nets.obs_channels)
@@ -290,20 +295,20 @@ def make_continuous(config: Config, rules: Rules, nets: Networks, refill: bool =
         # nets may have been trained since the last) starts with fresh roots.
         tree = searcher.empty_tree(variables, slots.states) if reuse else None
         carry = (slots, buffer, zero, zero, jnp.zeros(2, jnp.int32), tree, zero)
-        keys = jax.random.split(key, config.selfplay.steps)
+        keys = jax.random.split(key, steps)
         (slots, buffer, games, length_sum, wins, _, carried), moves = jax.lax.scan(
             body, carry, keys)
         finished = jnp.maximum(games, 1).astype(jnp.float32)
         stats = {
             "games": games,
-            "moves": jnp.int32(num_games * config.selfplay.steps),
-            "searched": jnp.int32(num_games * config.selfplay.steps),
+            "moves": jnp.int32(num_games * steps),
+            "searched": jnp.int32(num_games * steps),
             "mean_length": length_sum / finished,
             "black_wins": wins[0] / finished,
             "white_wins": wins[1] / finished,
             "draws": (games - wins[0] - wins[1]) / finished,
             # Mean visits a search started with (search.reuse), of num_simulations.
-            "reused_visits": carried / jnp.float32(num_games * config.selfplay.steps),
+            "reused_visits": carried / jnp.float32(num_games * steps),
         }
         return slots, buffer, stats, moves
 

@@ -71,7 +71,8 @@ def make_search_games(config: Config, rules: Rules, nets: Networks, num_games: i
 
     cfg = config.replace(**{"search.num_simulations": simulations,
                             "selfplay.num_games": num_games})
-    play_games = make_selfplay(cfg, rules, nets)
+    play_games = make_selfplay(rules, nets, search=cfg.search, decay=cfg.decay,
+                               selfplay=cfg.selfplay, openings=cfg.openings)
 
     def play(variables, key):
         traj, final, _ = play_games(variables, key)
