@@ -215,12 +215,12 @@ def test_search_algorithm_option(ckpt, monkeypatch, suffix, plain, algorithm):
     spec = players.parse_spec(f"mcts:{ckpt}:8{suffix}", "--a")
     assert (spec.plain, spec.algorithm, spec.sims, spec.run_dir) == (plain, algorithm, 8, ckpt)
     made = []
-    real = search.Searcher
-    monkeypatch.setattr(search, "Searcher", lambda **kw: made.append(kw) or real(**kw))
+    real = search.Searcher.of
+    monkeypatch.setattr(search.Searcher, "of", lambda *a, **kw: made.append(kw) or real(*a, **kw))
     spec = players.load_spec(spec, "--a")
     players.make_player(spec, Rules(spec.config.game.size, spec.config.game.rule))
     own = spec.config.search
-    got = made[0]["settings"]
+    got = made[0]["search"]
     assert got.algorithm == (algorithm or own.algorithm)
     assert got.forced_moves == (own.forced_moves and not plain)
     assert (got.num_simulations, got.c_puct) == (own.num_simulations, own.c_puct)

@@ -227,7 +227,7 @@ def make_player(spec: Spec, rules) -> Loaded:
                                      answer_four_threes=False, threat_values=False)
     if spec.algorithm is not None:
         search = dataclasses.replace(search, algorithm=spec.algorithm)
-    searcher = Searcher(rules=rules, nets=model.nets, settings=search, gamma=config.decay.gamma)
+    searcher = Searcher.of(rules, model.nets, search=search, decay=config.decay)
     return Loaded(lambda variables: arena.mcts_player(searcher, variables,
                                                       num_simulations=spec.sims),
                   model.variables, model.step)
