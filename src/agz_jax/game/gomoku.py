@@ -29,15 +29,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from agz_jax.game.lines import line_table, line_window_table, with_off_board
+
 BLACK = 0
 WHITE = 1
 RULES = ("freestyle", "standard", "renju")
 MIN_SIZE, MAX_SIZE = 5, 19
-
-# Row/column steps of the four line directions: horizontal, vertical, diagonal,
-# anti-diagonal.
-_DIRECTIONS = ((0, 1), (1, 0), (1, 1), (1, -1))
-
 
 class State(NamedTuple):
     """One game. Under ``jax.vmap`` every field gains a leading batch axis.
@@ -82,62 +79,6 @@ def played_at_from_last(num_actions: int, last_action, num_moves) -> jax.Array:
 def stone(colour: jax.Array) -> jax.Array:
     """Board value (+1/-1, int8) of a colour index (0 black, 1 white)."""
     return (1 - 2 * colour).astype(jnp.int8)
-
-
-@functools.cache
-def _line_table(size: int) -> np.ndarray:
-    """int32[A, 4, 2, 5]: index of the k-th neighbour (k = 1..5) of each point
-    along each direction, both ways; ``A`` (a padding slot) when off the board."""
-    a = size * size
-    table = np.full((a, 4, 2, 5), a, dtype=np.int32)
-    for p in range(a):
-        r, c = divmod(p, size)
-        for d, (dr, dc) in enumerate(_DIRECTIONS):
-            for s, sign in enumerate((1, -1)):
-                for k in range(1, 6):
-                    rr, cc = r + sign * k * dr, c + sign * k * dc
-                    if 0 <= rr < size and 0 <= cc < size:
-                        table[p, d, s, k - 1] = rr * size + cc
-    return table
-
-
-@functools.cache
-def line_window_table(size: int, half: int = 5) -> np.ndarray:
-    """int32[A, 4, 2 * half + 1]: the points at offsets -half..half (default
-    -5..5) from each point along each direction; ``A`` (a padding slot) when
-    off the board."""
-    a = size * size
-    table = np.full((a, 4, 2 * half + 1), a, dtype=np.int32)
-    for p in range(a):
-        r, c = divmod(p, size)
-        for d, (dr, dc) in enumerate(_DIRECTIONS):
-            for i, k in enumerate(range(-half, half + 1)):
-                rr, cc = r + k * dr, c + k * dc
-                if 0 <= rr < size and 0 <= cc < size:
-                    table[p, d, i] = rr * size + cc
-    return table
-
-
-@functools.cache
-def reach_table(size: int, half: int = 5) -> np.ndarray:
-    """bool[A, A]: ``[t, p]`` when ``p`` is ``t`` or lies within ``half`` of it
-    on one of its four lines; with 5, the points whose stone can change ``t``'s
-    entry of ``Rules.new_five_points``."""
-    window = line_window_table(size, half)
-    a = size * size
-    table = np.zeros((a, a + 1), bool)
-    np.put_along_axis(table, window.reshape(a, -1), True, axis=1)
-    return table[:, :a]
-
-
-OFF_BOARD = 2
-"""What ``with_off_board`` puts in the padding slot ``A`` of the line tables."""
-
-
-def with_off_board(board: jax.Array) -> jax.Array:
-    """int[A + 1]: ``board`` with the off-board slot ``A`` (``OFF_BOARD``), so
-    that ``line_window_table`` indices can be read from it directly."""
-    return jnp.concatenate([board, jnp.full((1,), OFF_BOARD, board.dtype)])
 
 
 _WINDOW_OFFSETS = np.array([-4, -3, -2, -1, 1, 2, 3, 4]) + 5
@@ -244,7 +185,7 @@ class Rules:
 
         Only the four lines through ``action`` are examined.
         """
-        table = jnp.asarray(_line_table(self.size))
+        table = jnp.asarray(line_table(self.size))
         padded = jnp.concatenate([board, jnp.zeros(1, board.dtype)])
         me = board[action]
         return (me != 0) & self._makes_five(padded[table[action]] == me, me)
@@ -261,7 +202,7 @@ class Rules:
     def five_points(self, board: jax.Array, me: jax.Array) -> jax.Array:
         """bool[A]: the empty points where a stone ``me`` (+1/-1) would make a
         winning line (per the rule); ``is_win`` for every point at once."""
-        table = jnp.asarray(_line_table(self.size))
+        table = jnp.asarray(line_table(self.size))
         padded = jnp.concatenate([board, jnp.zeros(1, board.dtype)])
         return (board == 0) & self._makes_five(padded[table] == me, me)
 

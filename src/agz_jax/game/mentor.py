@@ -77,7 +77,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax.game.gomoku import Rules, State, stone, with_off_board
+from agz_jax.game.gomoku import Rules, State, stone
+from agz_jax.game.lines import with_off_board
 
 MAX_LEVEL = 3
 DEFAULT_BEAM = (0, 10, 8, 5)  # per level (level 0 does not search)

@@ -37,7 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from agz_jax.game.gomoku import line_window_table, with_off_board
+from agz_jax.game.lines import line_window_table, with_off_board
 
 EMPTY, BLACK, OTHER = 0, 1, 2
 """A window point's digit in the table index: empty, black, white or off the board."""

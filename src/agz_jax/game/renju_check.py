@@ -29,7 +29,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from agz_jax.game import renju
-from agz_jax.game.gomoku import Rules, reach_table
+from agz_jax.game.gomoku import Rules
+from agz_jax.game.lines import reach_table
 
 GENERATORS = ("random_games", "dense_boards", "line_boards")
 

@@ -22,7 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from agz_jax.base import compaction
-from agz_jax.game.gomoku import Rules, State, line_window_table, reach_table, stone, with_off_board
+from agz_jax.game.gomoku import Rules, State, stone
+from agz_jax.game.lines import line_window_table, reach_table, with_off_board
 
 ANSWER_CANDIDATES = 32
 """Points checked exactly as answers to the opponent's open-four threats."""
