@@ -104,7 +104,7 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, Config]:
         theirs = args.init_model.config
         if args.init_any_rule:  # the nets' shapes do not depend on the rule
             theirs = theirs.replace(**{"game.rule": config.game.rule})
-        config.check_nets_fit(theirs, f"--init-from {args.init_from}",
+        presets.check_nets_fit(config, theirs, f"--init-from {args.init_from}",
                               model=str(args.init_from))
     from agz_jax.training import parallel
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from agz_jax.config import presets
 from agz_jax.config.presets import get_preset
 from agz_jax.config.schema import Config, ConfigError, SearchConfig
 
@@ -33,12 +34,13 @@ def test_first_difference_names_the_first_differing_field():
 def test_nets_of_another_architecture_or_features_do_not_fit(field, value):
     other = BASE.replace(**{field: value})
     with pytest.raises(ConfigError, match=f"m has {field} = {value!r}, this run needs"):
-        BASE.check_nets_fit(other, "m")
+        presets.check_nets_fit(BASE, other, "m")
 
 
 def test_nets_fit_whatever_the_training_settings():
-    BASE.check_nets_fit(BASE.replace(**{"search.num_simulations": 3, "train.learning_rate": 0.5,
-                                        "seed": 9, "iterations": 1}), "m")
+    presets.check_nets_fit(BASE, BASE.replace(**{"search.num_simulations": 3,
+                                                 "train.learning_rate": 0.5,
+                                                 "seed": 9, "iterations": 1}), "m")
 
 
 def test_search_dtype_is_validated_and_old_model_configs_load():

@@ -93,14 +93,14 @@ def test_a_smaller_run_from_larger_nets_and_other_fields_keep_their_ways_out():
     with pytest.raises(ConfigError, match=r"^m has net.filters = 128, this run needs 32 "
                        r"\(--net-preset paper\): give --net-preset 10x128 to start from its "
                        r"nets as they are, or distil a 2x32 net"):
-        campaign.check_nets_fit(big, "m")
+        presets.check_nets_fit(campaign, big, "m")
     # A difference beyond the sizes: the flags that fit them all, as before.
     other = big.replace(**{"net.double": False})
     with pytest.raises(ConfigError, match=r"^m has net.filters = 128, this run needs 32: give "
                        r"--net.filters 128 --net.blocks 10 --net.value-hidden 128 "
                        r"--net.no-double or another model$"):
-        campaign.check_nets_fit(other, "m")
-    campaign.check_nets_fit(campaign.replace(**{"search.num_simulations": 3}), "m")
+        presets.check_nets_fit(campaign, other, "m")
+    presets.check_nets_fit(campaign, campaign.replace(**{"search.num_simulations": 3}), "m")
 
 
 def test_resume_with_another_net_preset_is_refused_naming_the_field(tmp_path):

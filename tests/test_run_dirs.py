@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agz_jax.config.presets import PRESETS, get_preset
+from agz_jax.config.presets import PRESETS, check_nets_fit, get_preset
 from agz_jax.config.schema import ConfigError
 from agz_jax.curriculum import command as curriculum_cli
 from agz_jax.nets import checkpoint
@@ -220,4 +220,4 @@ def test_init_from_nets_that_do_not_fit_gives_the_flags_that_fit(tmp_path, capsy
     smoke = get_preset("smoke")
     with pytest.raises(ConfigError, match=r"m has net.value_hidden = 3, this run needs 8: "
                        r"give --net.value-hidden 3 --net.no-double or another model"):
-        smoke.check_nets_fit(smoke.replace(**{"net.double": False, "net.value_hidden": 3}), "m")
+        check_nets_fit(smoke, smoke.replace(**{"net.double": False, "net.value_hidden": 3}), "m")

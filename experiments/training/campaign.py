@@ -161,7 +161,7 @@ def export(run_dir: Path, model_dir: Path, device: str) -> dict:
 def check_fits(run_dir: Path, model_dir: Path) -> None:
     """ModelError, naming the first field that differs, unless the run's nets
     can replace ``model_dir``'s (if it holds a model): the same board, rule,
-    net and input features (``Config.check_nets_fit``'s sections)."""
+    net and input features (``presets.check_nets_fit``'s sections)."""
     import dataclasses
 
     from agz_jax.nets import models

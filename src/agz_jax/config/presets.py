@@ -12,6 +12,8 @@ as ``paper`` (docs/nets.md has their parameter counts).
 
 from __future__ import annotations
 
+import dataclasses
+
 from agz_jax.config.schema import (
     BasicConfig,
     CheckpointConfig,
@@ -215,3 +217,44 @@ def get_preset(name: str) -> Config:
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
     return PRESETS[name]
+
+
+def check_nets_fit(config: Config, other: Config, name: str, model: str | None = None) -> None:
+    """Nets trained under ``other`` can be loaded into a run of ``config``:
+    same board, rule, architecture and input features (ConfigError naming
+    ``name`` and the first field that differs, and the flags that would fit
+    them all). When only the net's sizes differ (``NET_SIZE_FIELDS``)
+    the way out also names the distillation that starts a net of this run's
+    sizes from them (``experiments.training.distill``; ``model``: the teacher to name
+    there, by default the last word of ``name``)."""
+    differ = []  # (field, this run's value, theirs)
+    for section in ("game", "net", "features"):
+        mine, theirs = getattr(config, section), getattr(other, section)
+        for f in dataclasses.fields(mine):
+            a, b = getattr(mine, f.name), getattr(theirs, f.name)
+            if a != b:
+                differ.append((f"{section}.{f.name}", a, b))
+    if not differ:
+        return
+    field, a, b = differ[0]
+    if all(f.partition(".")[2] in NET_SIZE_FIELDS and f.startswith("net.")
+           for f, _, _ in differ):
+        want = net_size_flags(config.net)
+        teacher = model if model is not None else name.split()[-1]
+        raise ConfigError(
+            f"{name} has {field} = {b!r}, this run needs {a!r} ({want}): give "
+            f"{net_size_flags(other.net)} to start from its nets as they are, or "
+            f"distil a {net_size_text(config.net)} net from them first (python -m "
+            f"experiments.training.distill --teacher {teacher} {want} --out DIR) and give "
+            "--init-from DIR")
+    flags = " ".join(_flag(f, value) for f, _, value in differ)
+    raise ConfigError(f"{name} has {field} = {b!r}, this run needs {a!r}: "
+                      f"give {flags} or another model")
+
+
+def _flag(field: str, value) -> str:
+    """The command-line flag that sets ``field`` (``"net.double"``) to ``value``."""
+    section, _, leaf = field.replace("_", "-").rpartition(".")
+    if isinstance(value, bool):
+        return f"--{section}.{leaf}" if value else f"--{section}.no-{leaf}"
+    return f"--{section}.{leaf} {value}"

@@ -130,40 +130,6 @@ class Config:
                 return key
         return None
 
-    def check_nets_fit(self, other: Config, name: str, model: str | None = None) -> None:
-        """Nets trained under ``other`` can be loaded into a run of this config:
-        same board, rule, architecture and input features (ConfigError naming
-        ``name`` and the first field that differs, and the flags that would fit
-        them all). When only the net's sizes differ (``presets.NET_SIZE_FIELDS``)
-        the way out also names the distillation that starts a net of this run's
-        sizes from them (``experiments.training.distill``; ``model``: the teacher to name
-        there, by default the last word of ``name``)."""
-        from agz_jax.config import presets
-
-        differ = []  # (field, this run's value, theirs)
-        for section in ("game", "net", "features"):
-            mine, theirs = getattr(self, section), getattr(other, section)
-            for f in dataclasses.fields(mine):
-                a, b = getattr(mine, f.name), getattr(theirs, f.name)
-                if a != b:
-                    differ.append((f"{section}.{f.name}", a, b))
-        if not differ:
-            return
-        field, a, b = differ[0]
-        if all(f.partition(".")[2] in presets.NET_SIZE_FIELDS and f.startswith("net.")
-               for f, _, _ in differ):
-            want = presets.net_size_flags(self.net)
-            teacher = model if model is not None else name.split()[-1]
-            raise ConfigError(
-                f"{name} has {field} = {b!r}, this run needs {a!r} ({want}): give "
-                f"{presets.net_size_flags(other.net)} to start from its nets as they are, or "
-                f"distil a {presets.net_size_text(self.net)} net from them first (python -m "
-                f"experiments.training.distill --teacher {teacher} {want} --out DIR) and give "
-                "--init-from DIR")
-        flags = " ".join(_flag(f, value) for f, _, value in differ)
-        raise ConfigError(f"{name} has {field} = {b!r}, this run needs {a!r}: "
-                          f"give {flags} or another model")
-
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
@@ -199,14 +165,6 @@ class Config:
                 raise ConfigError(f"unknown config field {key!r}")
             node[parts[-1]] = value
         return Config.from_dict(d)
-
-
-def _flag(field: str, value) -> str:
-    """The command-line flag that sets ``field`` (``"net.double"``) to ``value``."""
-    section, _, leaf = field.replace("_", "-").rpartition(".")
-    if isinstance(value, bool):
-        return f"--{section}.{leaf}" if value else f"--{section}.no-{leaf}"
-    return f"--{section}.{leaf} {value}"
 
 
 _SECTIONS = {

@@ -23,6 +23,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from agz_jax.config import presets
 from agz_jax.config.schema import Config, ConfigError
 from agz_jax.training import cli
 
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.init_from is not None:
         try:
             model = models.load(args.init_from)
-            config.check_nets_fit(model.config, str(args.init_from))
+            presets.check_nets_fit(config, model.config, str(args.init_from))
         except (models.ModelError, ConfigError) as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from agz_jax.base import clock
+from agz_jax.config import presets
 from agz_jax.config.presets import get_preset
 from agz_jax.config.schema import ConfigError
 from agz_jax.studies.ablation_matches import play_missing
@@ -242,5 +243,5 @@ def curriculum_nets(config, cdir: Path) -> training.Init:
     from agz_jax.nets import models
 
     model = models.load(cdir)
-    config.check_nets_fit(model.config, f"--init-from {cdir}", model=str(cdir))
+    presets.check_nets_fit(config, model.config, f"--init-from {cdir}", model=str(cdir))
     return training.Init(str(cdir), model.variables)
