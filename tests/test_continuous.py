@@ -60,7 +60,7 @@ def sorted_rows(obs, policy, z):
 def test_without_refill_it_plays_the_lockstep_games():
     config = tiny(steps=T)
     rules = Rules(SIZE)
-    nets = run.make_networks(config)
+    nets = run.make_networks(config.net, board_size=config.game.size, features=config.features)
     variables = nets.init(jax.random.PRNGKey(0))
     key = jax.random.PRNGKey(3)
 
@@ -112,7 +112,7 @@ def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_ope
     start = lambda i: [] if i == openings.EMPTY else opening_moves[i]  # noqa: E731
     config = config.replace(**{"decay.gamma": gamma})
     rules = Rules(SIZE)
-    nets = run.make_networks(config)
+    nets = run.make_networks(config.net, board_size=config.game.size, features=config.features)
     variables = nets.init(jax.random.PRNGKey(1))
     init, play = make_continuous(rules, nets, **sections(config))
     slots0 = init(jax.random.PRNGKey(2))
@@ -313,7 +313,7 @@ def test_matches_and_lockstep_selfplay_start_from_the_openings(tmp_path):
     f = tmp_path / "o.txt"
     f.write_text(openings.format_set(moves, SIZE))
     config = tiny().replace(**{"selfplay.continuous": False, "openings.path": str(f)})
-    nets = run.make_networks(config)
+    nets = run.make_networks(config.net, board_size=config.game.size, features=config.features)
     variables = nets.init(jax.random.PRNGKey(0))
     traj, final, stats = jax.jit(make_selfplay(rules, nets, **sections(config)))(
         variables, jax.random.PRNGKey(2))

@@ -131,7 +131,7 @@ def test_distill_mistakes_are_one_line(teacher, tmp_path, capsys, argv, says):
 
 def test_a_teacher_with_colour_heads_is_refused(tmp_path, capsys):
     config = get_preset("smoke").replace(**{"net.double": False, "net.colour_heads": True})
-    nets = make_networks(config)
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
     shapes = jax.eval_shape(nets.init, jax.random.PRNGKey(0))
     models.save(tmp_path / "t", config, jax.tree.map(lambda s: np.zeros(s.shape, s.dtype),
                                                      shapes))

@@ -74,7 +74,7 @@ def test_a_damaged_checkpoint_names_the_previous_intact_one(tmp_path):
 
 def test_models_read_only_the_best_nets_of_a_run_directory(tmp_path):
     config = get_preset("smoke")
-    nets = run.make_networks(config)
+    nets = run.make_networks(config.net, board_size=config.game.size, features=config.features)
     variables = jax.jit(nets.init)(jax.random.PRNGKey(3))
     checkpoint.write_config(tmp_path, config)
     for step in (4, 5):

@@ -13,7 +13,8 @@ from agz_jax.training.run import make_networks
 
 
 def _variables(config, seed=0):
-    return jax.jit(make_networks(config).init)(jax.random.PRNGKey(seed))
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
+    return jax.jit(nets.init)(jax.random.PRNGKey(seed))
 
 
 def test_save_load_round_trip_and_names(tmp_path, monkeypatch):

@@ -84,7 +84,7 @@ def test_rank_labels_reach_the_dataset():
     np.testing.assert_array_equal(planes[:, 0, :], np.eye(2)[data.rank])  # one-hot
     assert np.all(planes == planes[:, :1, :])  # on every point
     # the net asked at each rank: the diagonal is the plain evaluation
-    nets = make_networks(config)
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
     shapes = jax.eval_shape(nets.init, jax.random.PRNGKey(0))
     rng = np.random.default_rng(0)
     variables = jax.tree_util.tree_map_with_path(  # BatchNorm variances > 0

@@ -1110,7 +1110,7 @@ def test_gating_and_selfplay_choose_gumbel_moves_by_one_rule():
                      search=SearchConfig(algorithm="gumbel", num_simulations=8,
                                          max_considered_actions=4),
                      selfplay=SelfPlayConfig(num_games=8, move_policy=policy))
-        nets = run.make_networks(cfg)
+        nets = run.make_networks(cfg.net, board_size=cfg.game.size, features=cfg.features)
         variables = nets.init(jax.random.PRNGKey(0))
         searcher = search.Searcher.of(rules, nets, search=cfg.search, decay=cfg.decay)
         gate = arena.mcts_player(searcher, variables, num_simulations=8, move_cfg=cfg.selfplay)

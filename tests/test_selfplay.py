@@ -44,7 +44,7 @@ def played():
         selfplay=SelfPlayConfig(num_games=6),
     )
     rules = Rules(SIZE)
-    nets = make_networks(config)
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
     variables = nets.init(jax.random.PRNGKey(0))
     play = jax.jit(make_selfplay(rules, nets, search=config.search, decay=config.decay,
                                  selfplay=config.selfplay, openings=config.openings))

@@ -101,7 +101,7 @@ def scaled(variables, scale: float):
 
 def setup(cfg: Config, scale: float = 1.0):
     rules = Rules(SIZE)
-    nets = run.make_networks(cfg)
+    nets = run.make_networks(cfg.net, board_size=cfg.game.size, features=cfg.features)
     return rules, nets, scaled(nets.init(jax.random.PRNGKey(0)), scale)
 
 

@@ -24,7 +24,7 @@ def random_model(directory: Path, size: int = 15, seed: int = 0, double: bool = 
     random weights, BN statistics at identity."""
     config = get_preset("smoke").replace(**{"game.size": size, "net.double": double,
                                             "game.rule": rule})
-    nets = run.make_networks(config)
+    nets = run.make_networks(config.net, board_size=config.game.size, features=config.features)
     shapes = jax.eval_shape(nets.init, jax.random.PRNGKey(0))
     rng = np.random.default_rng(seed)
 

@@ -86,7 +86,7 @@ def values(model_name: str, moves: np.ndarray, sims: int, seed: int) -> np.ndarr
     model = models.load(model_name)
     config = model.config
     rules = Rules(config.game.size, config.game.rule)
-    nets = make_networks(config)
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
 
     @jax.jit
     def value(variables, index, key):
@@ -140,7 +140,7 @@ def selfplay_scores(model_name: str, moves: np.ndarray, games: int, sims: int, s
     model = models.load(model_name)
     config = model.config.replace(**{"search.num_simulations": sims})
     rules = Rules(config.game.size, config.game.rule)
-    nets = make_networks(config)
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
     move = make_move(rules, nets, search=config.search, decay=config.decay,
                      selfplay=config.selfplay)
 

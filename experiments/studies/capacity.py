@@ -154,7 +154,7 @@ def measure(run_dir: Path, specs: list[tuple[int, int]], steps: int, eval_every:
                               ptr=jnp.array([0], jnp.int32))
     cfg = config.train if learning_rate is None else dataclasses.replace(
         config.train, learning_rate=learning_rate)
-    base = make_networks(config).module
+    base = make_networks(config.net, board_size=config.game.size, features=config.features).module
     losses = jax.jit(summed_losses, static_argnums=0)
 
     def held_out_losses(nets, variables) -> dict:

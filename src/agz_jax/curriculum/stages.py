@@ -54,7 +54,8 @@ Log = Callable[[dict], None]  # receives one metrics record (a round, an iterati
 def sgd(config: Config, state: TrainState, buffer: replay.Buffer, key: jax.Array,
         steps: int) -> tuple[TrainState, dict]:
     """``train.sgd`` with the nets and train settings of ``config``."""
-    return train.sgd(make_networks(config), config.train, state, buffer, key, steps)
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
+    return train.sgd(nets, config.train, state, buffer, key, steps)
 
 
 def _predict(comps: run.Components):

@@ -95,7 +95,7 @@ def read_config(path: Path) -> Config:
 
 
 def _abstract_variables(config: Config):
-    nets = make_networks(config)
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
     return nets, jax.eval_shape(nets.init, jax.random.PRNGKey(0))
 
 

@@ -65,7 +65,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from agz_jax.config.schema import FeaturesConfig
+from agz_jax.config.sections import FeaturesConfig, NetConfig
 from agz_jax.game.gomoku import Rules, State
 from agz_jax.nets import features as features_lib
 from agz_jax.nets import routing
@@ -297,15 +297,14 @@ class Networks:
         return sum(x[0].size for x in jax.tree.leaves(variables["params"]))
 
 
-def make_networks(config) -> Networks:
-    """The ``Networks`` of a run config (``agz_jax.config.schema.Config``): its board,
-    ``net`` section and input ``features``."""
-    net = config.net
-    module = PolicyValueNet(board_size=config.game.size, filters=net.filters,
+def make_networks(net: NetConfig, *, board_size: int, features: FeaturesConfig) -> Networks:
+    """The ``Networks`` that ``net`` describes (architecture and ``num_nets``), on a
+    ``board_size`` x ``board_size`` board, reading the input encoding ``features``."""
+    module = PolicyValueNet(board_size=board_size, filters=net.filters,
                             blocks=net.blocks, value_hidden=net.value_hidden,
                             position_bias=net.position_bias, symmetric=net.symmetric,
                             colour_heads=net.colour_heads)
-    return Networks(module, num_nets=net.num_nets, features=config.features)
+    return Networks(module, num_nets=net.num_nets, features=features)
 
 
 def cast_params(variables: Variables, dtype: Any) -> Variables:

@@ -221,14 +221,15 @@ def selfplay_setup(args):
     config = Config(game=GameConfig(size=args.size), net=NetConfig(double=True),
                     search=SearchConfig(algorithm="gumbel", num_simulations=args.selfplay_sims),
                     selfplay=SelfPlayConfig(num_games=args.selfplay_games, continuous=True))
-    nets = make_networks(config)
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
     variables = jax.jit(nets.init)(jax.random.PRNGKey(args.seed))
     source = "untrained double nets, empty board"
     if args.size == 15:
         model = models.load("default")
         config = config.replace(**{"net": dataclasses.asdict(model.config.net),
                                    "openings.path": "balanced15"})
-        nets, variables = make_networks(config), model.variables
+        nets = make_networks(config.net, board_size=config.game.size, features=config.features)
+        variables = model.variables
         source = "models/default's nets, balanced15 openings"
     return config, nets, variables, source
 
@@ -481,7 +482,7 @@ def position_model(size: int, seed: int):
     if size == default.rules.size:
         return default
     config = default.config.replace(**{"game.size": size, "openings.path": ""})
-    nets = make_networks(config)
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
     return models.Model(name=f"untrained {size}x{size}", path=Path("."), config=config,
                         rules=Rules(size, config.game.rule), nets=nets,
                         variables=jax.jit(nets.init)(jax.random.PRNGKey(seed)))

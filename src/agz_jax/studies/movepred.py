@@ -48,7 +48,7 @@ from agz_jax.config.schema import Config
 from agz_jax.game.gomoku import Rules
 from agz_jax.game.mentor import MAX_LEVEL, Mentor
 from agz_jax.match import arena
-from agz_jax.nets.networks import make_networks
+from agz_jax.nets.networks import Networks, make_networks
 from agz_jax.studies.movepred_data import (
     Games,
     Positions,
@@ -203,13 +203,18 @@ def load_or_make_games(config: Config, mp: MovePredConfig, cache: Path | None = 
 # ---------------------------------------------------------------------------- training
 
 
+def _networks(config: Config) -> Networks:
+    """The nets of ``config``: its ``net`` section on its board, with its ``features``."""
+    return make_networks(config.net, board_size=config.game.size, features=config.features)
+
+
 def init_variables(config: Config, seed: int | None = None):
     """Fresh variables of the config's nets from ``seed`` (default ``config.seed``).
 
     The key is an ``rbg`` key: on XLA:CPU the init of the default threefry key
     takes ~15 s to compile, an rbg key's ~4 s (numbers differ, determinism not).
     """
-    nets = make_networks(config)
+    nets = _networks(config)
     return jax.device_get(nets.init(jax.random.key(config.seed if seed is None else seed,
                                                    impl="rbg")))
 
@@ -220,7 +225,7 @@ _add = jax.jit(replay.add)
 def training_buffer(config: Config, data: Positions) -> replay.Buffer:
     """A replay buffer holding exactly ``data`` (each ring sized to its colour's
     positions when the nets are split by colour)."""
-    nets = make_networks(config)
+    nets = _networks(config)
     rules = Rules(config.game.size, config.game.rule)
     rings = nets.num_rings
     counts = np.bincount(data.to_play, minlength=2) if rings == 2 else [len(data.action)]
@@ -236,7 +241,7 @@ def evaluate(config: Config, variables, data: Positions, move_bin: int = 10,
              batch_size: int = 1024) -> dict:
     """Held-out metrics: top-1..top-10 accuracy ("topn": list), policy CE, value MSE,
     and top-1 accuracy by move number ("by_move": edges, accuracy, count)."""
-    nets = make_networks(config)
+    nets = _networks(config)
     out = supervised.evaluate(nets, variables, data.obs, data.to_play, data.action, data.z,
                               legal=data.legal, batch_size=batch_size,
                               ns=tuple(range(1, TOP_N + 1)), return_ranks=True)
@@ -258,7 +263,7 @@ def accuracy_by_rank(config: Config, variables, data: Positions,
     k = config.features.ranks
     if not k:
         raise ValueError("accuracy_by_rank needs features.ranks > 0")
-    nets = make_networks(config)
+    nets = _networks(config)
     out = []
     for true in range(k):
         part = data.select(data.rank == true)
@@ -292,7 +297,7 @@ def train(config: Config, mp: MovePredConfig, data: Positions, train_mask, key: 
     t0 = time.perf_counter()
     while True:
         n = min(chunk, mp.steps - done)
-        state, m = sgd(make_networks(config), config.train, state, buffer,
+        state, m = sgd(_networks(config), config.train, state, buffer,
                        jax.random.fold_in(key, done), n)
         done += n
         record = {"step": done, "train_s": time.perf_counter() - t0,
@@ -313,7 +318,7 @@ def train(config: Config, mp: MovePredConfig, data: Positions, train_mask, key: 
 
 @functools.cache
 def _raw_match(config: Config, opponent: str, num_games: int, opening_plies: int):
-    rules, nets = Rules(config.game.size, config.game.rule), make_networks(config)
+    rules, nets = Rules(config.game.size, config.game.rule), _networks(config)
     kind, level = parse_opponent(opponent)
     opp = arena.random_player(rules) if kind == "random" else Mentor(rules, level).act
 
@@ -375,7 +380,7 @@ def run_setting(config: Config, mp: MovePredConfig, games: Games, out: Path | No
     t_train = time.perf_counter() - t0 - t_data
     held = evaluate(config, variables, data.select(~train_mask), mp.move_bin)
     record = {"config": config.to_dict(), "movepred": mp.to_dict(), "params": num_params(
-        config, variables), "nets": make_networks(config).num_nets,
+        config, variables), "nets": _networks(config).num_nets,
         "train_positions": int(train_mask.sum()),
         "train_games": int(len(np.unique(data.game[train_mask]))),
         "heldout": held, "final_train": history[-1], "strength": [],

@@ -80,7 +80,8 @@ def solo(comps: run.Components, seed: int) -> run.Components:
     trace (``init_state`` under ``eval_shape``, or another seed's) shares their
     cached initialiser."""
     config = comps.config.replace(seed=seed)
-    return dataclasses.replace(comps, config=config, nets=run.make_networks(config))
+    nets = run.make_networks(config.net, board_size=config.game.size, features=config.features)
+    return dataclasses.replace(comps, config=config, nets=nets)
 
 
 def state_bytes(comps: run.Components) -> int:

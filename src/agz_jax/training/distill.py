@@ -162,7 +162,7 @@ def check_teacher(config: Config) -> None:
 
 def parameters(config: Config) -> int:
     """Trainable parameters of one net of ``config`` (shapes only, nothing compiled)."""
-    nets = make_networks(config)
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
     shapes = jax.eval_shape(nets.init, jax.random.PRNGKey(0))
     return sum(math.prod(x.shape[1:]) for x in jax.tree.leaves(shapes["params"]))
 
@@ -366,7 +366,7 @@ def distil(teacher: models.Model, config: Config, settings: Settings, out: Path,
     key = jax.random.PRNGKey(settings.seed)
     k_games, k_held, k_init = (jax.random.fold_in(key, i) for i in range(3))
     rules = teacher.rules
-    nets = make_networks(config)
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
     search = settings.simulations > 0
     tcfg = teacher.config
     if settings.openings is not None:

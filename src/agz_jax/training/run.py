@@ -79,7 +79,7 @@ def build(config: Config) -> Components:
     global batches do not split evenly over the devices.
     """
     rules = Rules(config.game.size, config.game.rule)
-    nets = make_networks(config)
+    nets = make_networks(config.net, board_size=config.game.size, features=config.features)
     gamma = config.decay.gamma
     searcher = Searcher.of(rules, nets, search=config.search, decay=config.decay)
     mesh = parallel.make_mesh(config.parallel)
