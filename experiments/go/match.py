@@ -13,7 +13,10 @@ Pachi is started again for each game with ``-s``), so the games differ; identica
 counted (the paper excluded duplicates) and the score is also given without
 them. Every game is scored under Chinese rules by a separate GnuGo referee
 (``final_score``: GnuGo judges dead stones), as Maddison et al. had theirs; a
-game reaching ``--max-moves`` plies is scored as it stands.
+game reaching ``--max-moves`` plies is scored as it stands. An engine that
+dies, or answers ``genmove`` with an error, loses that game by forfeit ("B+F" /
+"W+F"); the game's row says why (``failure``), the totals count the forfeits,
+and the engine is started afresh for the next game.
 
 ``OUT/match.json`` holds the opponent's settings (argv, name, version, level or
 playouts, seeds), ours (the model and its net), every game's result and the
@@ -82,6 +85,7 @@ def totals(games: list[dict]) -> dict:
     return {"games": n, "wins": wins, "losses": n - wins - draws, "draws": draws,
             "score": score, "se": math.sqrt(score * (1 - score) / n) if n else 0.0,
             "wilson95": [low, high],
+            "forfeits": sum("failure" in g for g in games),
             "net_black": {"games": sum(g["net"] == "B" for g in games),
                           "wins": sum(g["net_won"] == 1 and g["net"] == "B" for g in games)},
             "mean_moves": sum(g["moves"] for g in games) / n if n else 0.0}
@@ -101,6 +105,21 @@ def opponent_for_game(args, game: int, current: play.Opponent | None) -> play.Op
     return play.opponent(args.opponent, args.size, args.komi, level=args.level,
                          playouts=args.playouts, seed=seed, path=args.engine_path,
                          threads=args.threads)
+
+
+def engine_argv(args) -> list[str]:
+    """The command line of our GTP engine playing ``args.model``."""
+    argv = [sys.executable, "-m", "agz_jax.go.gtp_engine", "--model", str(args.model)]
+    return argv + ["--no-pass-when-ahead"] if args.no_pass_when_ahead else argv
+
+
+def start_ours(args):
+    """Our GTP engine for ``args.model``: a process, or in this one."""
+    if args.in_process:
+        from agz_jax.go.gtp_engine import LocalClient, load_engine
+        return LocalClient(load_engine(str(args.model),
+                                       pass_when_ahead=not args.no_pass_when_ahead))
+    return gtp.GtpEngine(engine_argv(args))
 
 
 def main(argv=None) -> int:
@@ -132,16 +151,10 @@ def run(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     (out / "games").mkdir(parents=True, exist_ok=True)
-    ours_argv = [sys.executable, "-m", "agz_jax.go.gtp_engine", "--model", str(args.model)]
-    if args.no_pass_when_ahead:
-        ours_argv.append("--no-pass-when-ahead")
+    ours_argv = engine_argv(args)
     if args.in_process:
-        from agz_jax.go.gtp_engine import LocalClient, load_engine
-        ours = LocalClient(load_engine(str(args.model),
-                                       pass_when_ahead=not args.no_pass_when_ahead))
         ours_argv = ["in-process", *ours_argv[1:]]
-    else:
-        ours = gtp.GtpEngine(ours_argv)
+    ours = start_ours(args)
     opp = None
     referee = play.opponent("gnugo", args.size, args.komi, level=10)
     try:
@@ -165,7 +178,20 @@ def run(args) -> int:
                      1 - net_colour: f"{opp.settings['name']} {opp.settings['version']}"}
             players = {net_colour: ours, 1 - net_colour: opp.engine}
             t1 = time.perf_counter()
-            record = play.play_game(players, args.size, args.komi, args.max_moves, names=names)
+            failure = None
+            try:
+                record = play.play_game(players, args.size, args.komi, args.max_moves,
+                                        names=names)
+            except play.EngineFailed as e:
+                # the failed engine loses the game; it is started afresh for the next
+                record, failure = e.record, f"{names[e.colour]} failed: {e.reason}"
+                print(f"game {i}: {failure}; recorded as its loss", file=sys.stderr, flush=True)
+                if players[e.colour] is ours:
+                    ours.close()
+                    ours = start_ours(args)
+                else:
+                    opp.close()
+                    opp = None
             if not record.result:
                 text, _ = play.referee_score(referee.engine, record)
                 record = dataclasses.replace(record, result=text)
@@ -176,6 +202,7 @@ def run(args) -> int:
                 "game": i, "net": "BW"[net_colour], "seed": seed, "result": record.result,
                 "net_won": net_won, "moves": len(record.moves),
                 "seconds": round(time.perf_counter() - t1, 1),
+                **({"failure": failure} if failure else {}),
                 "key": " ".join(str(a) for _, a in record.moves)})
             keys = [g["key"] for g in state["games"]]
             unique = [g for j, g in enumerate(state["games"]) if g["key"] not in keys[:j]]

@@ -47,7 +47,8 @@ class GtpEngine:
         while True:
             line = self.proc.stdout.readline()
             if not line:
-                raise GtpError(f"{self.argv[0]} closed its output after {command!r}")
+                raise GtpError(f"{self.argv[0]} closed its output after {command!r}"
+                               + self._exit_text())
             line = line.rstrip("\r\n")
             if not line and lines:
                 break
@@ -59,6 +60,19 @@ class GtpEngine:
         if not text.startswith("="):
             raise GtpError(f"{command!r}: not a GTP response: {text!r}")
         return text[1:].strip()
+
+    def alive(self) -> bool:
+        """Whether the process is still running."""
+        return self.proc.poll() is None
+
+    def _exit_text(self) -> str:
+        """" (exit code N)" once the process has ended (waiting a moment for
+        it), "" while it runs."""
+        try:
+            code = self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            return ""
+        return f" (exit code {code})"
 
     def close(self):
         if self.proc.poll() is None:

@@ -327,6 +327,9 @@ class LocalClient:
             raise GtpError(f"{command!r}: {text[1:].strip()}")
         return text[1:].strip()
 
+    def alive(self) -> bool:
+        return True
+
     def close(self):
         pass
 

@@ -211,6 +211,17 @@ def new_game(engine: gtp.GtpEngine, size: int, komi: float, seed: int | None = N
         engine.send(f"set_random_seed {seed}")
 
 
+class EngineFailed(gtp.GtpError):
+    """An engine died, or answered ``genmove`` with an error or a vertex that
+    is not one, during a game. ``colour``: the colour it played; ``record``: the
+    game up to then, which that colour loses by forfeit ("B+F"/"W+F", as SGF
+    writes a forfeit); ``reason``: what happened, in one line."""
+
+    def __init__(self, colour: int, record: Record, reason: str):
+        super().__init__(f"{'BW'[colour]} failed: {reason}")
+        self.colour, self.record, self.reason = colour, record, reason
+
+
 def play_game(players: dict[int, gtp.GtpEngine], size: int, komi: float,
               max_moves: int, handicap: int = 0, names: dict[int, str] | None = None,
               on_move=None, opening: Sequence[int] = ()) -> Record:
@@ -242,16 +253,37 @@ def play_game(players: dict[int, gtp.GtpEngine], size: int, komi: float,
     colour = WHITE if handicap >= 2 or len(opening) % 2 else BLACK
     moves: list[tuple[int, int]] = []
     passes, result = 0, ""
+    names = names or {}
+
+    def record(result: str) -> Record:
+        return Record(size=size, komi=komi, handicap=handicap if handicap >= 2 else 0,
+                      black_setup=tuple(black_setup), white_setup=tuple(white_setup),
+                      moves=tuple(moves), result=result,
+                      black=names.get(BLACK, ""), white=names.get(WHITE, ""), rules="Chinese")
+
+    def failed(c: int, reason: str) -> EngineFailed:
+        return EngineFailed(c, record(f"{'BW'[1 - c]}+F"), reason)
+
     while len(moves) < max_moves:
         me = players[colour]
-        answer = me.send(f"genmove {LETTERS[colour]}").strip()
-        if answer.lower() == "resign":
-            result = f"{'BW'[1 - colour]}+R"
-            break
-        action = point(size, answer)
+        try:
+            answer = me.send(f"genmove {LETTERS[colour]}").strip()
+            if answer.lower() == "resign":
+                result = f"{'BW'[1 - colour]}+R"
+                break
+            action = point(size, answer)
+        except (gtp.GtpError, ValueError) as e:
+            raise failed(colour, str(e)) from e
         for e in engines:
             if e is not me:
-                e.send(f"play {LETTERS[colour]} {answer}")
+                try:
+                    e.send(f"play {LETTERS[colour]} {answer}")
+                except gtp.GtpError as err:
+                    # a listener that died forfeits; one that refuses the move
+                    # while alive is a disagreement on the rules, not a forfeit
+                    if e.alive() or players.get(1 - colour) is not e:
+                        raise
+                    raise failed(1 - colour, str(err)) from err
         moves.append((colour, action))
         if on_move:
             on_move(colour, action)
@@ -259,11 +291,7 @@ def play_game(players: dict[int, gtp.GtpEngine], size: int, komi: float,
         if passes == 2:
             break
         colour = 1 - colour
-    names = names or {}
-    return Record(size=size, komi=komi, handicap=handicap if handicap >= 2 else 0,
-                  black_setup=tuple(black_setup), white_setup=tuple(white_setup),
-                  moves=tuple(moves), result=result,
-                  black=names.get(BLACK, ""), white=names.get(WHITE, ""), rules="Chinese")
+    return record(result)
 
 
 def referee_score(referee: gtp.GtpEngine, record: Record) -> tuple[str, float]:
