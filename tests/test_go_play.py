@@ -182,7 +182,8 @@ def test_a_match_records_a_dead_opponents_game_as_its_loss_and_goes_on(tmp_path,
     assert go_match.main(argv) == 0
     result = json.loads((out / "match.json").read_text())
     games = result["games"]
-    assert [g["result"] for g in games] == ["B+F", "W+F"] and [g["net_won"] for g in games] == [1, 1]
+    assert [g["result"] for g in games] == ["B+F", "W+F"]
+    assert [g["net_won"] for g in games] == [1, 1]
     assert all("Dying Go 1 failed:" in g["failure"] and "exit code 3" in g["failure"]
                for g in games)
     assert result["totals"]["forfeits"] == 2 and result["totals"]["wins"] == 2
