@@ -111,6 +111,40 @@ def test_committed_sweep_is_the_issue_s_design():
     assert plan.evaluation.target_score == 0.8
 
 
+def test_committed_recipe_sweep_is_its_pre_registered_design():
+    """The recipe sweep: every arm starts from the same curriculum (the shared
+    table), spends the same budget, and differs from ``base`` in one setting;
+    each claim compares an arm with ``base``."""
+    plan = ablation.load(STUDIES / "recipe.toml")
+    assert plan.title.startswith("the self-play recipe") and len(plan.seeds) >= 3
+    base = plan.arm("base")
+    assert base.curriculum and base.curriculum_games == 384
+    reference = plan.config(base, 0).to_dict()
+    for arm in plan.arms:
+        assert arm.curriculum == base.curriculum and arm.curriculum_games == 384
+        assert plan.iterations(arm) == 42
+        changed = {f"{section}.{k}" for section, values in plan.config(arm, 0).to_dict().items()
+                   if isinstance(values, dict)
+                   for k, v in values.items() if reference[section][k] != v}
+        assert changed == set(arm.overrides), arm.name
+    assert plan.config(plan.arm("lr=cosine"), 0).train.lr_decay_steps == 42 * 40
+    assert all("base" in (c.better, c.worse) for c in plan.claims)
+    assert {c.better for c in plan.claims} | {c.worse for c in plan.claims} == {
+        a.name for a in plan.arms}
+
+
+def test_a_shared_curriculum_table_is_every_arms_own_unless_it_has_one():
+    s = source()
+    shared = dict(s["arms"][1]["curriculum"])
+    s["curriculum"], s["curriculum_games"] = shared, 4
+    s["arms"][1]["curriculum"] = {**shared, "basic.steps": 3}
+    del s["arms"][1]["curriculum_reference"]  # the reference arm has a curriculum now
+    plan = ablation.parse(s, "tiny.toml")
+    assert plan.arms[0].curriculum == shared and plan.arms[0].curriculum_games == 4
+    assert plan.arms[1].curriculum["basic.steps"] == 3
+    assert plan.title == ablation.TITLE
+
+
 def test_committed_state_is_of_the_committed_sweep_and_intact():
     """experiments/studies/ablation_state (the sweep's state, continued in the next
     session) is a state of experiments/studies/ablation.toml, every file as saved, and

@@ -108,3 +108,40 @@ def test_batchnorm_statistics_update_in_training(nets):
     before = jax.tree.leaves(state.variables["batch_stats"])
     after = jax.tree.leaves(new.variables["batch_stats"])
     assert any(float(jnp.abs(a - b).max()) > 0 for a, b in zip(before, after, strict=True))
+
+
+def test_the_learning_rate_decays_by_cosine_to_a_tenth_then_holds():
+    """``train.lr_decay_steps``: 0 keeps the paper's constant rate; N decays it
+    by a cosine to a tenth over N steps (reference: the formula by hand)."""
+    from agz_jax.training.train import learning_rate
+
+    assert learning_rate(TrainConfig(learning_rate=0.02)) == 0.02
+    schedule = learning_rate(TrainConfig(learning_rate=0.02, lr_decay_steps=100))
+    for t in (0, 25, 50, 100, 250):
+        frac = min(t, 100) / 100
+        expected = 0.02 * (0.1 + 0.9 * 0.5 * (1 + np.cos(np.pi * frac)))
+        assert float(schedule(t)) == pytest.approx(expected, rel=1e-5)
+
+
+def test_a_decayed_rate_makes_later_steps_smaller(nets):
+    """With the schedule, the optimizer's state counts the steps of each net,
+    and the same gradient moves the weights less after the decay than at the
+    start (plain SGD, no momentum, so a step is the rate times the gradient)."""
+    cfg = TrainConfig(learning_rate=0.05, batch_size=8, momentum=0.0, lr_decay_steps=4, l2=0.0)
+    state = init_train_state(nets, cfg, jax.random.PRNGKey(0))
+    step = jax.jit(make_train_step(nets, cfg))
+    batch = _batch(jax.random.PRNGKey(1), 2, 8)
+
+    def moved(s):
+        after, _ = step(s, batch)
+        return jax.tree.leaves(jax.tree.map(lambda a, b: float(jnp.abs(a - b).max()),
+                                            s.variables["params"], after.variables["params"]))
+
+    first = moved(state)
+    for _ in range(4):
+        state, _ = step(state, batch)
+    later = moved(state)
+    counts = [np.asarray(x).tolist() for x in jax.tree.leaves(state.opt_state)
+              if jnp.issubdtype(x.dtype, jnp.integer)]
+    assert counts == [[4, 4]]  # one count a net
+    assert max(later) < 0.5 * max(first)

@@ -241,6 +241,9 @@ class TrainConfig(Section):
     """SGD steps per iteration."""
     learning_rate: float = setting(2e-3, number(0, lo_open=True))
     """SGD learning rate (the paper: 2e-3)."""
+    lr_decay_steps: int = setting(0, integer(0, note="0: constant"))
+    """A cosine decay of ``learning_rate`` to a tenth of it over this many SGD
+    steps, constant after them (0: a constant learning rate, the paper's)."""
     momentum: float = setting(0.9, number(0, 1, hi_open=True))
     """SGD momentum (the paper: 0.9); 0: plain SGD."""
     nesterov: bool = setting(True, FLAG)

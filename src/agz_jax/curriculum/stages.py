@@ -26,6 +26,7 @@ resumed curriculum computes what an uninterrupted one does.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable
@@ -36,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from agz_jax.base import clock
-from agz_jax.config.schema import Config, ConfigError
+from agz_jax.config.schema import Config, ConfigError, TrainConfig
 from agz_jax.config.sections import STAGES
 from agz_jax.curriculum import basic_rules, imitation
 from agz_jax.game.mentor import Mentor
@@ -51,11 +52,18 @@ Stage = Callable[[TrainState, jax.Array], tuple[TrainState, dict]]
 Log = Callable[[dict], None]  # receives one metrics record (a round, an iteration)
 
 
+def stage_train(config: Config) -> TrainConfig:
+    """The train settings of the basic and imitation stages: ``config.train`` at
+    a constant learning rate (``train.lr_decay_steps`` spans the self-play
+    stage's training, so every recipe starts from the same curriculum)."""
+    return dataclasses.replace(config.train, lr_decay_steps=0)
+
+
 def sgd(config: Config, state: TrainState, buffer: replay.Buffer, key: jax.Array,
         steps: int) -> tuple[TrainState, dict]:
     """``train.sgd`` with the nets and train settings of ``config``."""
     nets = make_networks(config.net, board_size=config.game.size, features=config.features)
-    return train.sgd(nets, config.train, state, buffer, key, steps)
+    return train.sgd(nets, stage_train(config), state, buffer, key, steps)
 
 
 def _predict(comps: run.Components):
@@ -345,7 +353,8 @@ def run_curriculum(config: Config, run_dir: Path, init_variables=None,
         say(f"stage {i + 1}/{len(stages)}: {name}")
         stage = make_stage(name, config, run_dir, log, say, index=i)
         t0 = clock.running()
-        state, metrics = stage(fresh_train_state(config.train, variables),
+        train_cfg = config.train if name == "selfplay" else stage_train(config)
+        state, metrics = stage(fresh_train_state(train_cfg, variables),
                                stage_key(config, i))
         variables = jax.device_get(state.variables)
         metrics["time/stage_s"] = clock.running() - t0

@@ -7,6 +7,7 @@ than self-play from scratch. The sweep that measures them
 (``experiments/studies/ablation.toml``), which ``load`` reads and validates
 (ConfigError naming the field) before anything runs:
 
+* ``title`` (optional): what the sweep measures, its report's title;
 * ``preset``, ``common`` (dotted config overrides of every arm), ``seeds``;
 * ``games_per_arm``: the budget, in self-play games, of every arm and seed.
   Self-play is lockstep (``selfplay.continuous = false``), so an iteration is
@@ -17,6 +18,9 @@ than self-play from scratch. The sweep that measures them
   ``curriculum_games``, the curriculum's cost in self-play-game equivalents
   fixed before the sweep (pre-registered; the TOML says how it was
   measured), come off its self-play budget;
+* a top-level ``[curriculum]`` table and ``curriculum_games``: the
+  curriculum of every arm that has no ``curriculum`` table of its own (a
+  sweep whose arms all start from the curriculum);
 * ``[[claims]]``: the pairs of arms to compare (the arm the paper says is the
   better one first);
 * ``[evaluation]``: how strength is measured (below).
@@ -58,7 +62,9 @@ NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.=+-]*$")  # an arm's name is a direc
 CURRICULUM_SECTIONS = ("basic", "imitate", "curriculum")
 POOL_PLAYER = re.compile(r"^(random|mentor:[0-3])$")
 TOP_KEYS = {"name", "preset", "seeds", "games_per_arm", "snapshot_every", "common", "arms",
-            "claims", "evaluation", "notes"}
+            "claims", "evaluation", "notes", "title", "curriculum", "curriculum_games"}
+TITLE = "Winning Value Decay, Double Networks, curriculum"
+"""The report's title when the sweep file has no ``title``."""
 
 
 def _err(where: str, msg: str) -> ConfigError:
@@ -110,6 +116,11 @@ class Plan:
     claims: tuple[Claim, ...]
     evaluation: Evaluation
     source: dict  # the file as read
+
+    @property
+    def title(self) -> str:
+        """What the sweep measures, the report's title."""
+        return self.source.get("title", TITLE)
 
     def arm(self, name: str) -> Arm:
         for a in self.arms:
@@ -197,6 +208,8 @@ def parse(source: dict, where: str = "ablation") -> Plan:
             or len(set(seeds)) != len(seeds)):
         raise _err(f"{where}: seeds", f"must be distinct non-negative integers or a range "
                    f"like \"0-3\", got {source['seeds']!r}")
+    if not isinstance(source.get("title", TITLE), str):
+        raise _err(f"{where}: title", f"must be a string, got {source['title']!r}")
     games = _int(source["games_per_arm"], f"{where}: games_per_arm")
     every = _int(source["snapshot_every"], f"{where}: snapshot_every")
     common = _dotted(source.get("common", {}), f"{where}: common")
@@ -234,13 +247,15 @@ def parse(source: dict, where: str = "ablation") -> Plan:
         for key in ("seed", "iterations"):
             if key in overrides:
                 raise _err(f"{at}.set", f"must not set {key} (the sweep sets it)")
-        curriculum = _dotted(a.get("curriculum", {}), f"{at}.curriculum")
+        shared = "curriculum" not in a and "curriculum" in source
+        curriculum = (_dotted(source["curriculum"], f"{where}: curriculum") if shared
+                      else _dotted(a.get("curriculum", {}), f"{at}.curriculum"))
         for key in curriculum:
             if key.split(".")[0] not in CURRICULUM_SECTIONS:
                 raise _err(f"{at}.curriculum", f"sets {key!r}; it may set only "
                            f"{', '.join(s + '.*' for s in CURRICULUM_SECTIONS)} (the rest of "
                            "the config is the arm's)")
-        cgames = a.get("curriculum_games", 0)
+        cgames = a.get("curriculum_games", source.get("curriculum_games", 0) if shared else 0)
         if curriculum:
             cgames = _int(cgames, f"{at}.curriculum_games", low=0)
         elif cgames:
@@ -362,7 +377,8 @@ def pairings(plan: Plan, index: dict) -> list[tuple[str, str, int]]:
     order, each unordered pair once: the pool's pairs; every snapshot against
     the target and the anchors; every final net against the whole pool; and,
     within a seed, the snapshots of different arms at equal game equivalents
-    (above 0) against each other, net against net, as soon as both exist."""
+    and with self-play games (a start of several arms is not their difference)
+    against each other, net against net, as soon as both exist."""
     ev = plan.evaluation
     out: list[tuple[str, str, int]] = []
     seen: set[frozenset] = set()
@@ -386,7 +402,7 @@ def pairings(plan: Plan, index: dict) -> list[tuple[str, str, int]]:
             if s["final"]:
                 for p in pool:
                     add(s["player"], p, ev.pool_games)
-            if s["games"]:
+            if s["selfplay_games"]:  # arms that share a start differ only after it
                 level.setdefault((r["seed"], s["games"]), []).append(s["player"])
     for names in level.values():
         for i, a in enumerate(names):

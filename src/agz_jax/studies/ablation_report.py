@@ -252,12 +252,11 @@ def markdown(plan: Plan, result: dict, regenerate: str, data: Path | None = None
     ev = plan.evaluation
     base = get_preset(plan.preset).replace(**plan.common)
     size = base.game.size
-    out = [f"# Ablation `{plan.name}`: Winning Value Decay, Double Networks, curriculum "
-           f"({size}x{size})", ""]
+    out = [f"# Ablation `{plan.name}`: {plan.title} ({size}x{size})", ""]
     if result["partial"]:
         out += [f"**PARTIAL RESULTS: {result['complete_runs']} of {result['total_runs']} "
                 "arm-seeds trained and evaluated.** Every number below covers only those; "
-                "the sweep goes on (see docs/ablation.md).", ""]
+                "the sweep goes on.", ""]
     gpi = {a.name: plan.games_per_iteration(a) for a in plan.arms}
     budget = [f"Budget: {plan.games_per_arm:,} self-play games per arm and seed (lockstep "
               f"self-play, {', '.join(sorted({str(v) for v in gpi.values()}))} games an "

@@ -36,8 +36,16 @@ class TrainState(NamedTuple):
     step: jax.Array  # int32[]
 
 
+def learning_rate(cfg: TrainConfig) -> float | optax.Schedule:
+    """``cfg.learning_rate``, or its cosine decay to a tenth over
+    ``cfg.lr_decay_steps`` SGD steps (the optimizer's state then counts them)."""
+    if not cfg.lr_decay_steps:
+        return cfg.learning_rate
+    return optax.cosine_decay_schedule(cfg.learning_rate, cfg.lr_decay_steps, alpha=0.1)
+
+
 def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
-    return optax.sgd(cfg.learning_rate, momentum=cfg.momentum or None, nesterov=cfg.nesterov)
+    return optax.sgd(learning_rate(cfg), momentum=cfg.momentum or None, nesterov=cfg.nesterov)
 
 
 def fresh_train_state(cfg: TrainConfig, variables) -> TrainState:
