@@ -145,23 +145,24 @@ def test_a_shared_curriculum_table_is_every_arms_own_unless_it_has_one():
     assert plan.title == ablation.TITLE
 
 
-def test_committed_state_is_of_the_committed_sweep_and_intact():
-    """experiments/studies/ablation_state (the sweep's state, continued in the next
-    session) is a state of experiments/studies/ablation.toml, every file as saved, and
+@pytest.mark.parametrize("sweep", ["ablation", "recipe"])
+def test_committed_state_is_of_the_committed_sweep_and_intact(sweep):
+    """experiments/studies/SWEEP_state (the sweep's state, continued on the next
+    machine) is a state of experiments/studies/SWEEP.toml, every file as saved, and
     git tracks its runs/ (the repository ignores runs/ elsewhere)."""
     import subprocess
 
     from agz_jax.studies import ablation_store as store
 
-    state = STUDIES / "ablation_state"
-    manifest = store.check_state(ablation.load(STUDIES / "ablation.toml"), state)
+    state = STUDIES / f"{sweep}_state"
+    manifest = store.check_state(ablation.load(STUDIES / f"{sweep}.toml"), state)
     for rel, digest in manifest["files"].items():
         assert store.sha256(state / rel) == digest, rel
     finished = json.loads((state / "index.json").read_text())["runs"]
     assert len(manifest["finished"]) == len(finished) and all(r["done"] for r in finished)
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
-    probe = "experiments/studies/ablation_state/runs/arm/seed_0/selfplay/metrics.jsonl"
+    probe = f"experiments/studies/{sweep}_state/runs/arm/seed_0/selfplay/metrics.jsonl"
     ignored = subprocess.run(["git", "check-ignore", "-q", probe], cwd=ROOT)
     assert ignored.returncode == 1, f"git ignores {probe}: the state would not be committed"
 

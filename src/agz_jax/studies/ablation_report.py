@@ -262,7 +262,16 @@ def markdown(plan: Plan, result: dict, regenerate: str, data: Path | None = None
               f"self-play, {', '.join(sorted({str(v) for v in gpi.values()}))} games an "
               "iteration, from preset "
               f"`{plan.preset}` with {', '.join(f'{k}={v}' for k, v in plan.common.items())})."]
+    starts = {(tuple(sorted(a.curriculum.items())), a.curriculum_games,
+               plan.iterations(a) * gpi[a.name]) for a in plan.arms}
     for a in plan.arms:
+        if a.curriculum and len(starts) == 1:  # one start shared by every arm: said once
+            budget.append(f"Every arm first runs the same curriculum "
+                          f"({a.curriculum.get('curriculum.stages')}), counted as "
+                          f"{a.curriculum_games:,} self-play games, so each plays "
+                          f"{plan.iterations(a) * gpi[a.name]:,} self-play games."
+                          + measured_curriculum(a, result))
+            break
         if a.curriculum:
             budget.append(f"Arm `{a.name}` first runs the curriculum "
                           f"({a.curriculum.get('curriculum.stages')}), counted as "
@@ -286,7 +295,7 @@ def markdown(plan: Plan, result: dict, regenerate: str, data: Path | None = None
             + (f" and {', '.join(f'`{x}`' for x in ev.anchors)} ({ev.anchor_games} each)"
                if ev.anchors else "") + "; each final "
             f"net also the whole pool ({ev.pool_games} each); within a seed, the arms' "
-            f"snapshots at equal game equivalents (above 0) played each other "
+            f"snapshots at equal game equivalents, with self-play behind them, played each other "
             f"({ev.peer_games} each). Mean ± std across seeds [95% t-interval "
             "of the mean]. Regenerate: `" + regenerate + "`.", ""]
     if fit is None:

@@ -114,7 +114,8 @@ def to_keep(plan, index: dict, lines: list[dict]) -> tuple[dict, list[dict], lis
         to_come = [a for a in plan.arms if (a.name, r["seed"]) not in finished]
         at = {a.curriculum_games + it * plan.games_per_iteration(a)
               for a in to_come for it in plan.snapshots(a)}
-        need |= {s["player"] for s in r["snapshots"] if s["games"] and s["games"] in at}
+        need |= {s["player"] for s in r["snapshots"]
+                 if s["selfplay_games"] and s["games"] in at}  # as ablation.pairings
     nets = sorted(players[n]["model"] for n in need if n in players)
     return kept_index, kept, nets
 
