@@ -131,10 +131,12 @@ def test_pass_when_ahead():
     assert ask(e, "genmove w") == "= A5"  # white is behind: it plays on
 
 
-def test_a_net_engine_plays_its_size_only():
+def test_a_net_engine_plays_its_size_only(capsys):
     config = net_lib.NetConfig(size=9, channels=28, layers=1, filters=2)
     e = Engine(config, params={}, ranks=0)
     assert ask(e, "boardsize 19") == "? unacceptable size"
+    assert capsys.readouterr().err == ("gtp-agz: boardsize 19 refused: this net plays 9x9 only "
+                                       "(a 19x19 net: --model DIR)\n")
     assert ask(e, "boardsize 9") == "="
     assert "1 layers, 2 filters, 9x9" in ask(e, "version")
 
@@ -191,7 +193,8 @@ def test_the_program_over_a_pipe(tmp_path):
     assert answers[:5] == ["= 2", "= agz_jax", "? unknown command", "? unacceptable size", "="]
     assert answers[5].split("\n") == ["= protocol_version", *COMMANDS[1:]]
     assert answers[6:] == ["=9", ""]  # nothing after quit
-    assert run.stderr == ""
+    assert run.stderr == "gtp-agz: boardsize 9 refused: this net plays 5x5 only (a 9x9 net: " \
+                         "--model DIR)\n"  # the one line that says why
 
 
 def test_bad_model_directory(tmp_path, capsys):

@@ -239,7 +239,12 @@ class Engine:
             raise GtpFailure("syntax error")
         size = int(args[0])
         wanted = self.config.size if self.config is not None else None
-        if (wanted is not None and size != wanted) or not 2 <= size <= 19:
+        if wanted is not None and size != wanted:
+            # GTP's answer is fixed; the person behind the controller reads stderr
+            print(f"gtp-agz: boardsize {size} refused: this net plays {wanted}x{wanted} only "
+                  f"(a {size}x{size} net: --model DIR)", file=sys.stderr, flush=True)
+            raise GtpFailure("unacceptable size")
+        if not 2 <= size <= 19:
             raise GtpFailure("unacceptable size")
         self.size = size
         self._reset()
