@@ -187,5 +187,8 @@ def test_a_match_records_a_dead_opponents_game_as_its_loss_and_goes_on(tmp_path,
     assert all("Dying Go 1 failed:" in g["failure"] and "exit code 3" in g["failure"]
                for g in games)
     assert result["totals"]["forfeits"] == 2 and result["totals"]["wins"] == 2
+    assert result["totals_without_forfeits"]["games"] == 0
     assert [len(sgf.read(p).moves) for p in sorted((out / "games").glob("*.sgf"))] == [3, 2]
-    assert "recorded as its loss" in capsys.readouterr().err
+    said = capsys.readouterr()
+    assert "recorded as its loss" in said.err
+    assert "2 of them forfeited by a failed engine; without them: 0-0-0 in 0 games" in said.out

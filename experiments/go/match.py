@@ -15,8 +15,9 @@ them. Every game is scored under Chinese rules by a separate GnuGo referee
 (``final_score``: GnuGo judges dead stones), as Maddison et al. had theirs; a
 game reaching ``--max-moves`` plies is scored as it stands. An engine that
 dies, or answers ``genmove`` with an error, loses that game by forfeit ("B+F" /
-"W+F"); the game's row says why (``failure``), the totals count the forfeits,
-and the engine is started afresh for the next game.
+"W+F"); the game's row says why (``failure``), the totals count the forfeits
+(``totals_without_forfeits`` leaves those games out), and the engine is
+started afresh for the next game.
 
 ``OUT/match.json`` holds the opponent's settings (argv, name, version, level or
 playouts, seeds), ours (the model and its net), every game's result and the
@@ -208,6 +209,8 @@ def run(args) -> int:
             unique = [g for j, g in enumerate(state["games"]) if g["key"] not in keys[:j]]
             state["totals"] = totals(state["games"])
             state["totals_without_duplicates"] = totals(unique)
+            state["totals_without_forfeits"] = totals(
+                [g for g in state["games"] if "failure" not in g])
             path.write_text(json.dumps(state, indent=2))
             t = state["totals"]
             print(f"game {i}: net {'BW'[net_colour]}, {record.result} in {len(record.moves)} "
@@ -224,6 +227,11 @@ def run(args) -> int:
     t = state.get("totals") or totals(state["games"])
     print(f"net vs {args.opponent}: {t['wins']} wins, {t['losses']} losses, {t['draws']} draws "
           f"in {t['games']} games: {100 * t['score']:.1f} ± {100 * t['se']:.1f}%", flush=True)
+    if t.get("forfeits"):
+        f = state["totals_without_forfeits"]
+        print(f"  {t['forfeits']} of them forfeited by a failed engine; without them: "
+              f"{f['wins']}-{f['losses']}-{f['draws']} in {f['games']} games, "
+              f"{100 * f['score']:.1f}%", flush=True)
     return 0
 
 
