@@ -15,21 +15,30 @@ import pytest
 
 from agz_jax.go import gtp, play, sgf
 
-FAKE = textwrap.dedent("""\
-    import sys
+
+def commands() -> str:
+    """A stand-in engine's command loop, as source: ``commands()`` yields each
+    line's words until ``quit``, which it answers."""
+    return textwrap.dedent("""\
+        def commands():
+            for line in sys.stdin:
+                cmd = line.split()
+                if cmd and cmd[0] == "quit":
+                    print("= \\n", flush=True)
+                    return
+                if cmd:
+                    yield cmd
+        """)
+
+
+FAKE = "import sys\n" + commands() + textwrap.dedent("""\
     args = sys.argv[1:]
     if "--rules" in args and {old}:
         print("invalid option -- '-'", file=sys.stderr)
         sys.exit(1)
     flag = next((f for f in ("-r", "--rules") if f in args), None)
     rules = args[args.index(flag) + 1] if flag else "japanese"
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
-        if cmd[0] == "quit":
-            print("= \\n", flush=True)
-            break
+    for cmd in commands():
         answer = {{"name": "Pachi UCT", "version": "{version}", "protocol_version": "2",
                    "rules": rules}}.get(cmd[0], "")
         print("= " + answer + "\\n", flush=True)
@@ -88,17 +97,10 @@ def test_match_starts_pachi_again_for_every_game_with_its_seed(tmp_path):
         second.close()
 
 
-DYING = textwrap.dedent("""\
-    import sys
+DYING = "import sys\n" + commands() + textwrap.dedent("""\
     played, genmoves = set(), 0
     letters = "ABCDEFGHJKLMNOPQRST"
-    for line in sys.stdin:
-        cmd = line.split()
-        if not cmd:
-            continue
-        if cmd[0] == "quit":
-            print("= \\n", flush=True)
-            break
+    for cmd in commands():
         if cmd[0] == "clear_board":
             played = set()
         if cmd[0] == "play":
