@@ -85,3 +85,82 @@ def test_command(store, tmp_path, capsys):
     bad = [*argv, "--resume", "--seed", "1"]
     assert go_train19.main(bad) == 2
     assert "seed" in capsys.readouterr().err
+
+
+def test_a_subset_keeps_every_held_out_game_and_a_share_of_training(tmp_path, capsys):
+    """``go.games.subset``: the validation games, in order (so a held-out sample
+    drawn with a seed is the same), and the first ceil(f * n) training games."""
+    from experiments.go import subset as go_subset
+
+    src = tmp_path / "src"
+    write_store(src, n_games=12)
+    out = tmp_path / "small"
+    assert go_subset.main(["--games", str(src), "--out", str(out),
+                           "--train-fraction", "0.3"]) == 0
+    assert "2 valid" in capsys.readouterr().out
+    whole, part = games.load_games(src), games.load_games(out)
+    assert part.game_id.tolist() == ["g0", "g1", "g2", "g3", "g4"]  # 2 valid, ceil(0.3 * 10)
+    for g in range(len(part)):
+        np.testing.assert_array_equal(part.game(g), whole.game(g))
+    meta = games.summary(out)
+    assert meta["splits"]["train"]["games"] == 3 and meta["subset"]["train_fraction"] == 0.3
+    held = [train19.load_store(p, "valid") for p in (src, out)]
+    a, b = (train19.eval_set(h, n, 8, seed=3, chunk=8) for h, n, _ in held)
+    np.testing.assert_array_equal(a.planes, b.planes)
+    np.testing.assert_array_equal(a.target, b.target)
+    assert go_subset.main(["--games", str(src), "--out", str(out),
+                           "--train-fraction", "0.3"]) == 2  # not over a store
+    assert "not empty" in capsys.readouterr().err
+    assert go_subset.main(["--games", str(src), "--out", str(tmp_path / "x"),
+                           "--train-fraction", "0"]) == 2
+
+
+def test_a_time_box_stops_with_a_checkpoint_that_resumes(store, tmp_path):
+    """``--seconds``: the run stops once it has trained that long, evaluated and
+    checkpointed at that step; ``--resume`` continues from there."""
+    out = tmp_path / "box"
+    argv = ["--games", str(store), "--out", str(out), "--layers", "2", "--filters", "8",
+            "--steps", "100000", "--batch-size", "8", "--per-game", "4", "--eval-every",
+            "100000", "--eval-positions", "16"]
+    assert go_train19.main([*argv, "--seconds", "0.5"]) == 0
+    first = json.loads((out / "history.json").read_text())
+    assert len(first) == 1 and 8 <= first[0]["step"] < 100000 and first[0]["step"] % 8 == 0
+    assert go_train19.main([*argv, "--seconds", "0.5", "--resume"]) == 0
+    second = json.loads((out / "history.json").read_text())
+    assert second[0] == first[0] and second[1]["step"] > first[0]["step"]
+
+
+@pytest.mark.long
+def test_the_gpu_window_script_trains_brings_back_and_continues(tmp_path):
+    """experiments/go/gpu_window.sh rehearsed on the CPU with a tiny net and
+    store: a first window trains from fresh nets and leaves the model and the
+    checkpoint in OUT; put back as the carried run, a second window continues it."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    data = tmp_path / "games"
+    write_store(data, n_games=8)
+    carried = tmp_path / "carried"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+           "DATA": str(data), "CARRIED": str(carried), "LAYERS": "2", "FILTERS": "8",
+           "BATCH": "8", "PER_GAME": "4", "EVAL_EVERY": "20", "RESERVE": "25"}
+    steps = []
+    for window in ("first", "second"):
+        out = tmp_path / window
+        out.mkdir()
+        run = subprocess.run(["bash", "experiments/go/gpu_window.sh", "40"], cwd=root,
+                             env={**env, "OUT": str(out)}, capture_output=True, text=True,
+                             timeout=300)
+        assert run.returncode == 0 and "train19 exit 0" in run.stdout, run.stdout + run.stderr
+        for f in ("history.json", "settings.json", "record.json", "net.json",
+                  "params.msgpack", "checkpoint.msgpack", "train.log", "gpu.log"):
+            assert (out / f).exists(), f
+        steps.append(json.loads((out / "history.json").read_text())[-1]["step"])
+        carried.mkdir(exist_ok=True)
+        for f in ("history.json", "settings.json", "checkpoint.msgpack"):
+            shutil.copy(out / f, carried / f)
+    assert 0 < steps[0] < steps[1]

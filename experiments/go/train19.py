@@ -50,6 +50,10 @@ def parse_args(argv=None):
         p.add_argument("--" + name.replace("_", "-"), dest=name, type=typ,
                        default=getattr(d, name))
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--seconds", type=float, default=None,
+                   help="stop after this many seconds of training (evaluations not "
+                        "counted), with an evaluation and a checkpoint: a time-boxed "
+                        "window; --resume continues")
     args = p.parse_args(argv)
     problem = play.out_dir_problem(args.out)
     if problem:
@@ -117,7 +121,8 @@ def main(argv=None) -> int:
             f"CE {r['heldout/policy_ce']:.3f}; {r['steps_per_s']:.3f} steps/s, "
             f"{r['train_s']:.0f} s train, {r['cpu_s']:.0f} s CPU")
 
-    params, history = train19.train(config, cfg, s, length, ev, out, log, args.resume)
+    params, history = train19.train(config, cfg, s, length, ev, out, log, args.resume,
+                                    seconds=args.seconds)
     last = history[-1]
     rec = {"net": config.to_dict(), "train": cfg.to_dict(), "params": n_params,
            "data": settings["data"], "final": last,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -175,6 +176,48 @@ def summary(path: str | Path) -> dict:
     if meta.get("version") != VERSION:
         raise GamesError(f"{path}: store version {meta.get('version')!r}, this code reads "
                          f"{VERSION}")
+    return meta
+
+
+def subset(src: str | Path, dst: str | Path, train_fraction: float) -> dict:
+    """A smaller store ``dst`` of the finished store ``src``, to carry where
+    the whole one does not fit (a GPU window takes 64 MiB): every shard keeps
+    all its valid and test games and the first ``ceil(train_fraction * n)`` of
+    its ``n`` training games, in order. So the held-out splits, and a held-out
+    sample drawn from them with a seed, are those of ``src``; the training
+    games are a fixed share of every shard (every month of the source).
+    Returns ``dst``'s ``games.json``: ``src``'s, with the splits' counts of
+    ``dst`` and ``subset`` ({"of": src's ``inputs``, "train_fraction"})."""
+    if not 0 < train_fraction <= 1:
+        raise GamesError(f"train_fraction must be in (0, 1], got {train_fraction!r}")
+    src, dst = Path(src), Path(dst)
+    meta = summary(src)
+    if dst.exists() and any(dst.iterdir()):
+        raise GamesError(f"{dst} is not empty: give a new folder")
+    dst.mkdir(parents=True, exist_ok=True)
+    splits = {s: {"games": 0, "moves": 0} for s in SPLITS}
+    for name in meta["shards"]:
+        with np.load(src / name) as f:
+            arrays = {k: f[k] for k in f.files}
+        split, off = arrays["split"], arrays["offsets"]
+        train = np.flatnonzero(split == 0)
+        keep = split != 0
+        keep[train[:math.ceil(train_fraction * len(train))]] = True
+        lengths = np.diff(off)[keep]
+        out = {k: arrays[k][keep] for k in COLUMNS}
+        out["moves"] = arrays["moves"][np.repeat(keep, np.diff(off))]
+        out["offsets"] = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        tmp = dst / (name + ".tmp.npz")
+        np.savez_compressed(tmp, **out, report=arrays["report"])
+        tmp.replace(dst / name)
+        for k, s in enumerate(SPLITS):
+            splits[s]["games"] += int((out["split"] == k).sum())
+            splits[s]["moves"] += int(lengths[out["split"] == k].sum())
+    if (src / SPEC).exists():
+        (dst / SPEC).write_bytes((src / SPEC).read_bytes())
+    meta = {**meta, "splits": splits,
+            "subset": {"of": meta.get("inputs"), "train_fraction": train_fraction}}
+    (dst / SUMMARY).write_text(json.dumps(meta, indent=2))
     return meta
 
 

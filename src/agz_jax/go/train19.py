@@ -196,12 +196,16 @@ def evaluate(config: net_lib.NetConfig, params, ev: EvalSet, batch: int = 256) -
 
 def train(config: net_lib.NetConfig, cfg: Config, s: replay.Store, length: int,
           ev: EvalSet | None = None, out: Path | None = None,
-          log: Callable[[dict], None] | None = None, resume: bool = False):
+          log: Callable[[dict], None] | None = None, resume: bool = False,
+          seconds: float | None = None):
     """Train ``config`` for ``cfg.steps`` steps on batches drawn from ``s`` (games
     of at most ``length`` plies); every ``cfg.eval_every`` steps and at the end,
     the accuracy on ``ev`` and (with ``out``) a checkpoint, which ``resume``
-    continues from. Returns (params, history). The assembler of a whole run
-    config: the step and the optimiser take only the fields they use."""
+    continues from. ``seconds``: stop sooner, once this call has trained that
+    long (compiling included, evaluations not), with an evaluation and a
+    checkpoint at the step it stops (a time-boxed GPU window). Returns (params, history). The
+    assembler of a whole run config: the step and the optimiser take only the
+    fields they use."""
     params = net_lib.init(config, cfg.seed)
     opt_state = make_optimizer(cfg.optimizer, cfg.learning_rate).init(params)
     done, history = 0, []
@@ -215,13 +219,18 @@ def train(config: net_lib.NetConfig, cfg: Config, s: replay.Store, length: int,
     spent = history[-1]["train_s"] if history else 0.0
     cpu_spent = history[-1]["cpu_s"] if history else 0.0
     t0, c0 = time.perf_counter(), time.process_time()
+    trained = 0.0  # this call's training seconds before t0
     losses, accs, since = [], [], done
-    while done < cfg.steps:
+    stop = False
+    while done < cfg.steps and not stop:
         params, opt_state, loss, acc = step(params, opt_state, jax.random.fold_in(key, done), s)
         losses.append(loss)
         accs.append(acc)
         done += 1
-        if done % cfg.eval_every == 0 or done == cfg.steps:
+        if seconds is not None and done % 8 == 0:
+            loss.block_until_ready()  # the device may run behind the host's loop
+            stop = trained + time.perf_counter() - t0 >= seconds
+        if done % cfg.eval_every == 0 or done == cfg.steps or stop:
             t_train = time.perf_counter() - t0
             record = {"step": done, "positions": done * cfg.batch_size,
                       "train_s": spent + t_train,
@@ -243,6 +252,7 @@ def train(config: net_lib.NetConfig, cfg: Config, s: replay.Store, length: int,
             if ckpt is not None:
                 movepred._save_checkpoint(ckpt, done, params, opt_state, history)
             losses, accs, since = [], [], done
+            trained += t_train
             spent, cpu_spent = record["train_s"], record["cpu_s"]
             t0, c0 = time.perf_counter(), time.process_time()
     return jax.device_get(params), history
