@@ -51,14 +51,16 @@ class Matches:
 
     def kind(self, spec: str) -> str:
         """What a player's compiled program depends on: a pool player's spec, or a
-        snapshot's config (less seed and iterations) and simulations."""
+        snapshot's game, nets, features, search and decay (``players.load_spec``
+        builds its searcher from those alone, not from the training sections in
+        which the arms of a recipe sweep differ) and simulations."""
         if not spec.startswith("mcts:"):
             return spec
         from agz_jax.nets import models
 
         config = models.read_config(Path(spec.split(":")[1])).to_dict()
-        config.pop("seed"), config.pop("iterations")
-        return json.dumps([config, spec.rsplit(":", 1)[1]], sort_keys=True)
+        played = {k: config[k] for k in PLAYED_SECTIONS}
+        return json.dumps([played, spec.rsplit(":", 1)[1]], sort_keys=True)
 
     def play(self, specs: list[str], seed: int, games: int, opening_plies: int, chunk: int):
         """(arena.MatchResult, wall seconds) of specs[0] against specs[1]."""
@@ -108,6 +110,28 @@ class Matches:
         self.scans.clear()
         arena._chunk_fn.cache_clear()
         jax.clear_caches()
+
+
+PLAYED_SECTIONS = ("game", "net", "features", "search", "decay")
+"""The config sections a snapshot's player is built from."""
+
+
+def drop_compiled(state: dict) -> None:
+    """Drop every compiled program: the matches' players and what the last run
+    compiled. XLA's code for the CPU lives in memory maps, and a sweep that kept
+    every run's programs in its one process reached the kernel's limit
+    (``vm.max_map_count``, 65,530: LLVM's "Cannot allocate memory", then a
+    crash) after three runs of the recipe sweep; the runner calls this after
+    each snapshot's matches (the next segment of training compiles its
+    programs again anyway)."""
+    import jax
+
+    from agz_jax.match import arena
+
+    if "matches" in state:
+        state["matches"].clear()
+    arena._chunk_fn.cache_clear()
+    jax.clear_caches()
 
 
 def play_missing(plan, out: Path, index: dict, state: dict, verbose: bool, say) -> int:

@@ -19,7 +19,7 @@ from agz_jax.base import clock
 from agz_jax.config import presets
 from agz_jax.config.presets import get_preset
 from agz_jax.config.schema import ConfigError
-from agz_jax.studies.ablation_matches import play_missing
+from agz_jax.studies.ablation_matches import drop_compiled, play_missing
 from agz_jax.studies.ablation_store import index_run, run_dir, write_json
 from agz_jax.training import driver as training
 
@@ -224,6 +224,7 @@ def train_run(plan, arm, seed: int, out: Path, index: dict, state: dict, verbose
         state["dirty"] = True
         say(f"  snapshot it{it}: {games} self-play games, {(cpu0 + cpu) / 3600:.3f} CPU-h")
         play_missing(plan, out, index, state, verbose, say)
+        drop_compiled(state)  # the segment's and the matches' programs: see drop_compiled
     if params_hash is None:  # the last segment ran in an earlier session: ask the run
         params_hash = main_job(sdir, False, resume=True).params_hash
     setting = (("arm", arm.name), *arm.overrides.items())
