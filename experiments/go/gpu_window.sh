@@ -5,7 +5,9 @@
 # share of the games store (29.9 MiB; every held-out game, 15% of the training
 # games):
 #
-#     python -m experiments.go.subset --games STORE --out .go19_gpu/games --train-fraction 0.15
+#     python -m experiments.go.subset --games data/go19 --out .go19_gpu/games --train-fraction 0.15
+#
+# (data/go19: the whole store, imported as docs/go_data.md says.)
 #
 # Then the device tool's `run`, carry [".whl", ".go19_gpu"], timeout_s 600:
 #
