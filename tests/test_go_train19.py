@@ -164,3 +164,25 @@ def test_the_gpu_window_script_trains_brings_back_and_continues(tmp_path):
         for f in ("history.json", "settings.json", "checkpoint.msgpack"):
             shutil.copy(out / f, carried / f)
     assert 0 < steps[0] < steps[1]
+
+
+def test_the_table_of_runs(store, tmp_path, capsys):
+    """``experiments.go.table19``: a row per run at a common step, beside the
+    paper's column for its depth; a step a run has no evaluation at is refused."""
+    from experiments.go import table19
+
+    runs = []
+    for layers in (2, 3):
+        out = tmp_path / f"l{layers}"
+        assert go_train19.main(["--games", str(store), "--out", str(out), "--layers",
+                                str(layers), "--filters", "8", "--steps", "2", "--batch-size",
+                                "8", "--per-game", "4", "--eval-every", "1",
+                                "--eval-positions", "16"]) == 0
+        runs.append(str(out))
+    capsys.readouterr()
+    assert table19.main([*runs, "--at", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 4 and lines[2].startswith("| 2 | 8 |") and "| 1 x 8 |" in lines[2]
+    assert lines[3].startswith("| 3 | 8 |") and "37.5 (16 filters); 48.0 (128 filters)" in lines[3]
+    assert table19.main([*runs, "--at", "3"]) == 2
+    assert "no evaluation at step 3" in capsys.readouterr().err
