@@ -186,3 +186,34 @@ def test_the_table_of_runs(store, tmp_path, capsys):
     assert lines[3].startswith("| 3 | 8 |") and "37.5 (16 filters); 48.0 (128 filters)" in lines[3]
     assert table19.main([*runs, "--at", "3"]) == 2
     assert "no evaluation at step 3" in capsys.readouterr().err
+
+
+def test_the_figures_of_nets_on_the_same_positions(store, tmp_path, capsys):
+    """``experiments.go.figures19``: two nets ranked on the same held-out
+    positions; top-n rises with n; Figure 2's bins count every position; a
+    9x9 net is refused in one line."""
+    from experiments.go import figures19
+
+    run = tmp_path / "run"
+    assert go_train19.main(["--games", str(store), "--out", str(run), "--layers", "2",
+                            "--filters", "8", "--steps", "1", "--batch-size", "8",
+                            "--per-game", "4", "--eval-every", "1",
+                            "--eval-positions", "16"]) == 0
+    out = tmp_path / "fig"
+    argv = ["--games", str(store), "--model", str(run), "--model", str(run), "--split",
+            "valid", "--positions", "24", "--bin", "20", "--min-count", "1", "--out", str(out)]
+    assert figures19.main(argv) == 0
+    got = json.loads((out / "figures.json").read_text())
+    assert got["positions"] == 24 and len(got["nets"]) == 1  # one label, the same net twice
+    rec = got["nets"][str(run)]
+    assert rec["topn"] == sorted(rec["topn"]) and rec["topn"][0] == rec["top1"]
+    assert sum(rec["by_move"]["count"]) == 24
+    assert (out / "topn.png").stat().st_size > 0 and (out / "by_move.png").stat().st_size > 0
+    small = tmp_path / "nine"
+    from agz_jax.go import net as net_lib
+
+    config = net_lib.NetConfig(size=9, channels=28, layers=1, filters=2)
+    net_lib.save(small, config, net_lib.init(config, 0))
+    capsys.readouterr()
+    assert figures19.main([*argv[:2], "--model", str(small), "--out", str(out)]) == 2
+    assert "a 9x9 net" in capsys.readouterr().err

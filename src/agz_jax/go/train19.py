@@ -172,26 +172,35 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 def evaluate(config: net_lib.NetConfig, params, ev: EvalSet, batch: int = 256) -> dict:
     """top-1/5/10 among the legal points, the cross-entropy, and top-1's 95% interval."""
+    rank, ce = ranks(config, params, ev, batch)
+    n = len(rank)
+    hits = int(np.sum(rank < 1))
+    lo, hi = wilson(hits, n)
+    return {"top1": hits / n, "top1_lo": lo, "top1_hi": hi,
+            "top5": float(np.mean(rank < 5)), "top10": float(np.mean(rank < 10)),
+            "policy_ce": float(np.mean(ce)), "positions": n}
+
+
+def ranks(config: net_lib.NetConfig, params, ev: EvalSet,
+          batch: int = 256) -> tuple[np.ndarray, np.ndarray]:
+    """(rank int[n], cross-entropy float[n]) of each held-out position's move:
+    its place among the legal points in the net's order (0: the net's first
+    choice) and -log p of it."""
     n = len(ev)
     if n == 0:
         raise ValueError("evaluate needs at least one position")
     fn = movepred._rank_fn(config)
     batch = min(batch, n)
-    ranks, ces = [], []
+    found, ces = [], []
     for start in range(0, n, batch):
         idx = np.minimum(np.arange(start, start + batch), n - 1)  # padded: one compilation
         planes = ev.planes[idx]
         legal = planes[..., LEGAL].reshape(len(idx), -1) > 0
         r, ce = fn(params, planes.astype(np.float32), ev.to_play[idx], ev.target[idx], legal)
         keep = min(batch, n - start)
-        ranks.append(np.asarray(r)[:keep])
+        found.append(np.asarray(r)[:keep])
         ces.append(np.asarray(ce)[:keep])
-    rank = np.concatenate(ranks)
-    hits = int(np.sum(rank < 1))
-    lo, hi = wilson(hits, n)
-    return {"top1": hits / n, "top1_lo": lo, "top1_hi": hi,
-            "top5": float(np.mean(rank < 5)), "top10": float(np.mean(rank < 10)),
-            "policy_ce": float(np.mean(np.concatenate(ces))), "positions": n}
+    return np.concatenate(found), np.concatenate(ces)
 
 
 def train(config: net_lib.NetConfig, cfg: Config, s: replay.Store, length: int,
@@ -258,5 +267,5 @@ def train(config: net_lib.NetConfig, cfg: Config, s: replay.Store, length: int,
     return jax.device_get(params), history
 
 
-__all__ = ["Config", "EvalSet", "eval_set", "evaluate", "load_store", "net_config", "train",
-           "wilson"]
+__all__ = ["Config", "EvalSet", "eval_set", "evaluate", "load_store", "net_config", "ranks",
+           "train", "wilson"]
