@@ -204,3 +204,33 @@ def test_bad_model_directory(tmp_path, capsys):
     (model / "params.msgpack").write_bytes(b"garbage")
     assert gtp_engine.main(["--model", str(model)]) == 2
     assert "a damaged Go model" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("guard", [False, True])
+def test_the_ladder_guard_keeps_a_blind_net_out_of_a_working_ladder(guard):
+    """A net that reads no ladder plane, with uniform logits (so the first of
+    its points in board order is its move): of white's extension at E4, into a
+    ladder that works, and A1, the guard plays A1; without the guard E4 (the
+    earlier point). With E4 alone left, the guard plays it all the same."""
+    import jax.numpy as jnp
+
+    from agz_jax.go.board import label_chains
+    from agz_jax.go.rules import WHITE, from_text, point
+    from test_go_ladder import SHAPE, diagram
+
+    rules = gtp_engine.engine_rules(9)
+    state = from_text(rules, diagram(9, {**SHAPE, "F5": "X"}), WHITE)
+    config = net_lib.NetConfig(size=9, channels=28, layers=1, filters=2)
+    params = jax.tree.map(jnp.zeros_like, net_lib.init(config, 0))
+    choose = gtp_engine._policy_fn(rules, config, guard)
+    board = jnp.asarray(state.board)
+    e4, a1 = point(9, "E4"), point(9, "A1")
+    assert e4 < a1
+
+    def move(*points):
+        legal = jnp.zeros(81, bool).at[jnp.asarray(points)].set(True)
+        return int(choose(params, jnp.zeros((9, 9, 28)), legal, board, label_chains(9, board),
+                          jnp.int32(WHITE), jnp.int32(-1))[0])
+
+    assert move(e4, a1) == (a1 if guard else e4)
+    assert move(e4) == e4

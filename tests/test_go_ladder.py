@@ -84,3 +84,22 @@ def test_a_cut_off_reading_claims_no_ladder():
     args = (state.board, state.chain, stone(BLACK), point(19, "D3"), point(19, "D4"))
     assert bool(read(*args, steps=jnp.int32(ladder.default_steps(19))))
     assert not bool(read(*args, steps=jnp.int32(20)))
+
+
+def test_an_extension_that_runs_a_working_ladder_is_doomed():
+    """``doomed_extensions``: after black's atari at F5, white's extension at E4
+    runs a ladder down and left that works (marked); with a white breaker at
+    B2 the same extension escapes (not marked); a point that is no extension
+    of a chain in atari is never marked."""
+    from agz_jax.go.board import label_chains
+
+    def doomed(stones):
+        state = from_text(NINE, diagram(9, stones), WHITE)
+        board = jnp.asarray(state.board)
+        marked = ladder.doomed_extensions(9, board, label_chains(9, board), stone(WHITE))
+        return {v for v in ("E4", "D4", "C3", "A1") if bool(marked[point(9, v)])}
+
+    atari = {**SHAPE, "F5": "X"}
+    assert doomed(atari) == {"E4"}
+    assert doomed({**atari, "B2": "O"}) == set()
+    assert doomed(SHAPE) == set()  # two liberties: nothing to extend

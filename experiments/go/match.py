@@ -7,6 +7,8 @@
 
 Our engine runs as its own process (``python -m agz_jax.go.gtp_engine``: the
 GTP engine a GTP manager would start) and the two engines are driven over GTP.
+It plays the raw net, as the paper's matches did (``--no-ladder-guard``);
+``--ladder-guard`` gives it ``gtp-agz``'s guard against running working ladders.
 Colours alternate (the net is black in the even games). Game ``i`` is played
 with the opponent's random seed ``--seed + i`` (GnuGo's ``set_random_seed``;
 Pachi is started again for each game with ``-s``), so the games differ; identical games are
@@ -60,6 +62,9 @@ def parse_args(argv=None):
                         "GTP subprocess")
     p.add_argument("--no-pass-when-ahead", action="store_true",
                    help="our engine passes only when no other point is left")
+    p.add_argument("--ladder-guard", action="store_true",
+                   help="our engine keeps a net without the ladder plane out of working "
+                        "ladders (gtp-agz's default); without it, the raw net plays")
     args = p.parse_args(argv)
     play.check_flags(p, args)
     if not Path(args.model).is_dir():
@@ -111,6 +116,7 @@ def opponent_for_game(args, game: int, current: play.Opponent | None) -> play.Op
 def engine_argv(args) -> list[str]:
     """The command line of our GTP engine playing ``args.model``."""
     argv = [sys.executable, "-m", "agz_jax.go.gtp_engine", "--model", str(args.model)]
+    argv += [] if args.ladder_guard else ["--no-ladder-guard"]
     return argv + ["--no-pass-when-ahead"] if args.no_pass_when_ahead else argv
 
 
@@ -119,7 +125,8 @@ def start_ours(args):
     if args.in_process:
         from agz_jax.go.gtp_engine import LocalClient, load_engine
         return LocalClient(load_engine(str(args.model),
-                                       pass_when_ahead=not args.no_pass_when_ahead))
+                                       pass_when_ahead=not args.no_pass_when_ahead,
+                                       ladder_guard=args.ladder_guard))
     return gtp.GtpEngine(engine_argv(args))
 
 
@@ -145,6 +152,8 @@ def run(args) -> int:
     settings.update({"level": args.level} if args.opponent == "gnugo"
                     else {"playouts": args.playouts, "threads": args.threads})
     settings["pass_when_ahead"] = not args.no_pass_when_ahead
+    if args.ladder_guard:  # (a key only when on: matches from before the guard resume)
+        settings["ladder_guard"] = True
     path = out / "match.json"
     try:
         state = play.resume(path, settings, {"games": []}, "a match")

@@ -15,7 +15,11 @@ no search. Two rules of ours around it, as the paper's net has no pass output:
 it never fills a one-point eye of its own (a point whose neighbours are all its
 stones), and it passes when no other point is left, or when the opponent has
 just passed and it is ahead by the area count with every stone alive (with the
-komi; ``--no-pass-when-ahead`` turns that off).
+komi; ``--no-pass-when-ahead`` turns that off). A third for a net trained with
+the ladder plane zero, which cannot see ladders: it does not extend a chain in
+atari into a ladder that works (``go.ladder.doomed_extensions``: the chain
+would be caught at the end of a longer string), unless no other point is left
+(``--no-ladder-guard`` turns that off, as the matches of the raw net do).
 
 Commands: protocol_version, name, version, known_command, list_commands,
 boardsize (the net's size only), clear_board, komi, play, genmove, undo,
@@ -43,6 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from agz_jax.go import ladder
 from agz_jax.go import net as net_lib
 from agz_jax.go.features import RANKS, batched, channel, channel_names
 from agz_jax.go.gtp import GtpError
@@ -73,15 +78,21 @@ def engine_rules(size: int) -> Rules:
 
 
 @functools.cache
-def _policy_fn(rules: Rules, config: net_lib.NetConfig):
+def _policy_fn(rules: Rules, config: net_lib.NetConfig, guard: bool = False):
     net = net_lib.GoNet(config)
 
     @jax.jit
-    def choose(params, planes, legal, board, to_play):
+    def choose(params, planes, legal, board, chain, to_play, ko):
         """(int32[] the best legal point that is not an own eye, or -1 when none;
-        float32[A] logits) of one position's planes float32[H, W, C]."""
+        float32[A] logits) of one position's planes float32[H, W, C]. With
+        ``guard``, not an extension into a ladder that works either
+        (``ladder.doomed_extensions``), unless every other point is out."""
         logits = net.logits(params, planes[None], to_play[None])[0]
-        ok = legal & ~own_eyes(rules, board, jnp.where(to_play == BLACK, 1, -1))
+        me = jnp.where(to_play == BLACK, 1, -1)
+        ok = legal & ~own_eyes(rules, board, me)
+        if guard:
+            spared = ok & ~ladder.doomed_extensions(rules.size, board, chain, me, ko)
+            ok = jnp.where(jnp.any(spared), spared, ok)
         best = jnp.argmax(jnp.where(ok, logits, -jnp.inf))
         return jnp.where(jnp.any(ok), best, -1).astype(jnp.int32), logits
 
@@ -95,11 +106,13 @@ class Engine:
 
     def __init__(self, config: net_lib.NetConfig | None = None, params=None, ranks: int = 0,
                  name: str = "agz_jax", pass_when_ahead: bool = True,
-                 choose: Callable[[State], int] | None = None, ladder_plane: bool = True):
+                 choose: Callable[[State], int] | None = None, ladder_plane: bool = True,
+                 ladder_guard: bool = True):
         if choose is None and (config is None or params is None):
             raise ValueError("an Engine needs a net (config and params) or a choose function")
         self.config, self.params, self.ranks = config, params, ranks
         self.ladder_plane = ladder_plane  # False: the net was trained with it zero
+        self.ladder_guard = ladder_guard  # for such a net: no extension into a working ladder
         self.name = name
         self.pass_when_ahead = pass_when_ahead
         self._choose = choose
@@ -175,8 +188,10 @@ class Engine:
             if not self.ladder_plane:
                 planes = planes.at[..., channel("ladder", self.ranks)].set(0.0)
             legal = planes[..., channel_names(self.ranks).index("legal")].reshape(-1) > 0
-            action = int(_policy_fn(self.rules, self.config)(
-                self.params, planes, legal, state.board, state.to_play)[0])
+            guard = self.ladder_guard and not self.ladder_plane
+            action = int(_policy_fn(self.rules, self.config, guard)(
+                self.params, planes, legal, state.board, state.chain, state.to_play,
+                state.ko)[0])
         return self.rules.pass_action if action < 0 else action
 
     # --------------------------------------------------------------- protocol
@@ -420,10 +435,14 @@ def main(argv=None) -> int:
     p.add_argument("--name", default="agz_jax")
     p.add_argument("--no-pass-when-ahead", action="store_true",
                    help="pass only when no other point is left")
+    p.add_argument("--no-ladder-guard", action="store_true",
+                   help="let a net trained without the ladder plane extend a chain into a "
+                        "ladder that works (the raw net, as in the paper's matches)")
     args = p.parse_args(argv)
     try:
         engine = load_engine(args.model, name=args.name,
-                             pass_when_ahead=not args.no_pass_when_ahead)
+                             pass_when_ahead=not args.no_pass_when_ahead,
+                             ladder_guard=not args.no_ladder_guard)
     except (OSError, ValueError) as e:
         print(f"gtp-agz: {e}", file=sys.stderr)
         return 2

@@ -32,7 +32,14 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from agz_jax.go.board import analyse, chain_liberties, neighbour_table, padded, place
+from agz_jax.go.board import (
+    OFF_BOARD,
+    analyse,
+    chain_liberties,
+    neighbour_table,
+    padded,
+    place,
+)
 
 MAX_OPTIONS = 4
 """Options per node: the attacker's two ataris, or the defender's extension and
@@ -186,3 +193,40 @@ def ladder_moves(size: int, board, chain, attacker, legal, limit: int = 8,
     reader = functools.partial(read, size, board, chain, attacker, depth=depth, steps=steps)
     works = jax.vmap(reader)(moves, preys, active=valid) & valid
     return jnp.zeros(size * size, bool).at[moves].max(works)
+
+
+def doomed_extensions(size: int, board, chain, me, ko=-1, limit: int = 4, depth: int | None = None,
+                      steps: int | None = None) -> jax.Array:
+    """bool[A]: the points where a stone of ``me`` (+1/-1) extends one of its
+    chains in atari (on that chain's last liberty) and the chain is caught all
+    the same: after the stone it has one liberty, or two and the opponent
+    captures it in a ladder by an atari on either (``read``). Extending there
+    runs a ladder out to its end, which a net without the ladder plane does
+    and loses the chain bigger (``go.gtp_engine``'s guard). The first
+    ``limit`` such points in board order are read; a reading cut off says the
+    chain escapes, so a point is never marked without a proof."""
+    a = size * size
+    me = jnp.asarray(me, jnp.int8)
+    nbr = jnp.asarray(neighbour_table(size))
+    libs = chain_liberties(size, board, chain)
+    ids = padded(chain.astype(jnp.int32), a)[nbr]
+    beside = (padded(board, OFF_BOARD)[nbr] == me) & (libs[ids] == 1)
+    escape = (board == 0) & jnp.any(beside, axis=1)
+    points = jnp.nonzero(escape, size=limit, fill_value=0)[0].astype(jnp.int32)
+    valid = jnp.arange(limit) < jnp.sum(escape)
+
+    def one(p, active):
+        row = jax.tree.map(lambda x: x[0], analyse(size, board, chain, me, jnp.int32(ko),
+                                                  p[None], hashes=False))
+        after, after_chain, _, _ = place(size, board, chain, me, p, row)
+        left = chain_liberties(size, after, after_chain)[after_chain[p].astype(jnp.int32)]
+        around = padded(after_chain.astype(jnp.int32), a)[nbr] == after_chain[p]
+        liberty = (after == 0) & jnp.any(around, axis=1)
+        first, second = jnp.nonzero(liberty, size=2, fill_value=0)[0].astype(jnp.int32)
+        reader = functools.partial(read, size, after, after_chain, -me, prey=p, depth=depth,
+                                   steps=steps, active=active & row.legal & (left == 2))
+        laddered = reader(first) | reader(second)
+        return active & row.legal & ((left <= 1) | ((left == 2) & laddered))
+
+    doomed = jax.vmap(one)(points, valid)
+    return jnp.zeros(a, bool).at[points].max(doomed)
