@@ -213,10 +213,10 @@ def test_the_ladder_guard_keeps_a_blind_net_out_of_a_working_ladder(guard):
     ladder that works, and A1, the guard plays A1; without the guard E4 (the
     earlier point). With E4 alone left, the guard plays it all the same."""
     import jax.numpy as jnp
+    from test_go_ladder import SHAPE, diagram
 
     from agz_jax.go.board import label_chains
     from agz_jax.go.rules import WHITE, from_text, point
-    from test_go_ladder import SHAPE, diagram
 
     rules = gtp_engine.engine_rules(9)
     state = from_text(rules, diagram(9, {**SHAPE, "F5": "X"}), WHITE)
