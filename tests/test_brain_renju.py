@@ -101,6 +101,7 @@ def test_a_freestyle_model_refuses_renju(tmp_path):
         b.send("INFO rule 4")
         reply = b.ask("BEGIN")
         assert reply.startswith("ERROR") and "renju" in reply and "freestyle" in reply, reply
+        assert reply.endswith("(--model models/renju)")  # the shipped model that plays it
         b.send("INFO rule 0")
         parse_move(b.ask("BEGIN"))
     finally:

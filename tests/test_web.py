@@ -125,6 +125,7 @@ def test_api_validates_requests(server):
         ({"moves": [], "colour": 1}, "unknown field"),
         ({"moves": [], "rule": "caro"}, "'rule'"),
         ({"moves": [], "rule": "renju"}, "trained on freestyle and does not play renju"),
+        ({"moves": [], "rule": "renju"}, "a renju model (--model models/renju)"),
         ({"moves": list(range(226))}, "at most 225"),
         ({"moves": FIVE + [at(9, 9)]}, "follows the end of the game"),
     ]

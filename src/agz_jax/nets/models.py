@@ -157,3 +157,8 @@ def save(out_dir: str | Path, config: Config, variables: Any) -> Path:
     partial.write_bytes(serialization.msgpack_serialize(state))
     os.replace(partial, out / VARIABLES_FILE)
     return out
+
+
+def shipped_for(rule: str) -> str:
+    """The name of the shipped model that plays ``rule`` (``models/NAME``)."""
+    return "renju" if rule == "renju" else "default"

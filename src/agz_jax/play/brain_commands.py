@@ -412,10 +412,12 @@ class Brain:
         trained = self.engine.model.rules.rule if self.engine is not None else self.rule()
         self.refused = None
         if "renju" in (self.rule(), trained) and self.rule() != trained:
+            from agz_jax.nets import models
+
             self.refused = (f"rule {bits} ({self.rule()}) refused: the model "
                             f"{self.engine.model.name!r} was trained on {trained}; start "
                             "pbrain-agz with a model trained on "
-                            f"{self.rule()} (--model models/renju for renju)")
+                            f"{self.rule()} (--model models/{models.shipped_for(self.rule())})")
             self.notes.append(self.refused)
         elif self.rule() != trained:
             wins = "exactly five" if self.rule() == "standard" else "five or more"

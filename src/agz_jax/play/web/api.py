@@ -255,9 +255,12 @@ class Game:
     def _search(self, rules, state, sims: int, keep: bool = False):
         trained = self.engine.model.rules.rule
         if "renju" in (rules.rule, trained) and rules.rule != trained:
+            from agz_jax.nets import models
+
             raise BadRequest(f"the model {self.engine.model.name!r} was trained on {trained} "
                              f"and does not play {rules.rule}: choose {trained}, or start the "
-                             f"board with a {rules.rule} model (--model models/renju for renju)")
+                             f"board with a {rules.rule} model "
+                             f"(--model models/{models.shipped_for(rules.rule)})")
         with self._lock:
             seconds = self.step_seconds if keep else self.max_seconds
             return self.engine.analyse(rules, state, simulations=sims, keep=keep,
