@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from experiments.go.train19 import PAPER
+from agz_jax.go.train19 import PAPER_TOP1, params_count
 
 
 def row(run: Path, at: int | None) -> dict:
@@ -32,12 +32,11 @@ def row(run: Path, at: int | None) -> dict:
             "top1": r["heldout/top1"], "lo": r["heldout/top1_lo"], "hi": r["heldout/top1_hi"],
             "top5": r["heldout/top5"], "ce": r["heldout/policy_ce"],
             "train_s": r["train_s"], "cpu_s": r["cpu_s"],
-            "paper": PAPER.get((net["layers"], net["filters"]))}
+            "paper": PAPER_TOP1.get((net["layers"], net["filters"]))}
 
 
 def markdown(rows: list[dict]) -> str:
     from agz_jax.go import net as net_lib
-    from experiments.go.train19 import params_count
 
     out = ["| layers | filters | params | steps x batch | held-out top-1 % [95%] | top-5 % | "
            "held-out CE | train s (CPU s) | paper top-1 % (19x19 KGS, 128 filters "
@@ -45,7 +44,7 @@ def markdown(rows: list[dict]) -> str:
     for r in sorted(rows, key=lambda r: (r["layers"], r["filters"])):
         params = params_count(net_lib.NetConfig(size=19, channels=28, layers=r["layers"],
                                                 filters=r["filters"]))
-        paper = {k: v for k, v in PAPER.items() if k[0] == r["layers"]}
+        paper = {k: v for k, v in PAPER_TOP1.items() if k[0] == r["layers"]}
         paper_text = "; ".join(f"{v} ({f} filters)" for (_, f), v in sorted(paper.items()))
         out.append(f"| {r['layers']} | {r['filters']} | {params:,} | {r['step']:,} x "
                    f"{r['batch']} | {100 * r['top1']:.1f} [{100 * r['lo']:.1f}, "

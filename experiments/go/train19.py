@@ -28,9 +28,6 @@ from agz_jax.go import games as games_lib
 from agz_jax.go import net as net_lib
 from agz_jax.go import play, train19
 
-# Maddison et al., Table 3 (19x19 KGS): (layers, filters) -> top-1 %
-PAPER = {(3, 16): 37.5, (3, 128): 48.0, (6, 128): 51.2, (10, 128): 54.5, (12, 128): 55.2}
-
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m experiments.go.train19",
@@ -103,7 +100,7 @@ def main(argv=None) -> int:
         return 2
     out.mkdir(parents=True, exist_ok=True)
     (out / "settings.json").write_text(json.dumps(settings, indent=1))
-    n_params = params_count(config)
+    n_params = train19.params_count(config)
     say(f"{n_train:,} {args.train_split} games ({int(s.examples.shape[0]):,} positions, "
         f"longest {length} plies); held out: {cfg.eval_positions} positions drawn from "
         f"{n_held:,} {args.eval_split} games (seed {cfg.eval_seed})")
@@ -126,15 +123,11 @@ def main(argv=None) -> int:
     last = history[-1]
     rec = {"net": config.to_dict(), "train": cfg.to_dict(), "params": n_params,
            "data": settings["data"], "final": last,
-           "paper_top1": PAPER.get((config.layers, config.filters))}
+           "paper_top1": train19.PAPER_TOP1.get((config.layers, config.filters))}
     net_lib.save(out, config, params, {"heldout": {"top1": last.get("heldout/top1")}})
     (out / "record.json").write_text(json.dumps(rec, indent=2))
     say(f"done: {last['step']} steps, held-out top-1 {last['heldout/top1']:.3f}; wrote {out}")
     return 0
-
-
-def params_count(config) -> int:
-    return net_lib.GoNet(config).num_params(net_lib.init(config))
 
 
 if __name__ == "__main__":

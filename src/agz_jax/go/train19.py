@@ -48,6 +48,14 @@ from agz_jax.go.planes import LADDER_MODES
 SIZE = 19
 LEGAL = channel("legal", 0)
 
+PAPER_TOP1 = {(3, 16): 37.5, (3, 128): 48.0, (6, 128): 51.2, (10, 128): 54.5, (12, 128): 55.2}
+"""Maddison et al., Table 3 (19x19 KGS): (layers, filters) -> held-out top-1 %."""
+
+
+def params_count(config: net_lib.NetConfig) -> int:
+    """The net's parameters."""
+    return net_lib.GoNet(config).num_params(net_lib.init(config))
+
 
 @dataclass(frozen=True)
 class Config:
@@ -267,5 +275,5 @@ def train(config: net_lib.NetConfig, cfg: Config, s: replay.Store, length: int,
     return jax.device_get(params), history
 
 
-__all__ = ["Config", "EvalSet", "eval_set", "evaluate", "load_store", "net_config", "ranks",
-           "train", "wilson"]
+__all__ = ["PAPER_TOP1", "Config", "EvalSet", "eval_set", "evaluate", "load_store", "net_config",
+           "params_count", "ranks", "train", "wilson"]
