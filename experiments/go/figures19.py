@@ -67,22 +67,20 @@ def main(argv=None) -> int:
     records = []
     for label, config, params in nets:
         rank, ce = train19.ranks(config, params, ev)
-        hits = int(np.sum(rank < 1))
-        lo, hi = train19.wilson(hits, len(rank))
+        metrics = train19.summary(rank, ce)
         by_move = supervised.per_move_number_accuracy(rank < 1, ev.ply, args.bin)
         by_move["accuracy"] = np.where(by_move["count"] < args.min_count, np.nan,
                                        by_move["accuracy"])
         rec = {"layers": config.layers, "filters": config.filters,
-               "top1": hits / len(rank), "top1_lo": lo, "top1_hi": hi,
+               **{k: metrics[k] for k in ("top1", "top1_lo", "top1_hi", "policy_ce")},
                "topn": [float(np.mean(rank < k)) for k in range(1, 11)],
-               "policy_ce": float(np.mean(ce)),
                "by_move": {k: [None if isinstance(v, float) and np.isnan(v) else v
                                for v in np.asarray(x).tolist()] for k, x in by_move.items()}}
         out["nets"][label] = rec
         records.append({"heldout": rec})
         print(f"{label}: {config.layers} x {config.filters}, top-1 {100 * rec['top1']:.1f}% "
-              f"[{100 * lo:.1f}, {100 * hi:.1f}], top-5 {100 * rec['topn'][4]:.1f}%, "
-              f"CE {rec['policy_ce']:.3f}", flush=True)
+              f"[{100 * rec['top1_lo']:.1f}, {100 * rec['top1_hi']:.1f}], "
+              f"top-5 {100 * rec['topn'][4]:.1f}%, CE {rec['policy_ce']:.3f}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "figures.json").write_text(json.dumps(out, indent=1))
     from agz_jax.studies.movepred_report import plot

@@ -180,7 +180,11 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 def evaluate(config: net_lib.NetConfig, params, ev: EvalSet, batch: int = 256) -> dict:
     """top-1/5/10 among the legal points, the cross-entropy, and top-1's 95% interval."""
-    rank, ce = ranks(config, params, ev, batch)
+    return summary(*ranks(config, params, ev, batch))
+
+
+def summary(rank: np.ndarray, ce: np.ndarray) -> dict:
+    """``evaluate``'s metrics of the positions' ranks and cross-entropies (``ranks``)."""
     n = len(rank)
     hits = int(np.sum(rank < 1))
     lo, hi = wilson(hits, n)
@@ -220,9 +224,9 @@ def train(config: net_lib.NetConfig, cfg: Config, s: replay.Store, length: int,
     the accuracy on ``ev`` and (with ``out``) a checkpoint, which ``resume``
     continues from. ``seconds``: stop sooner, once this call has trained that
     long (compiling included, evaluations not), with an evaluation and a
-    checkpoint at the step it stops (a time-boxed GPU window). Returns (params, history). The
-    assembler of a whole run config: the step and the optimiser take only the
-    fields they use."""
+    checkpoint at the step it stops (a time-boxed GPU window). Returns
+    (params, history). The assembler of a whole run config: the step and the
+    optimiser take only the fields they use."""
     params = net_lib.init(config, cfg.seed)
     opt_state = make_optimizer(cfg.optimizer, cfg.learning_rate).init(params)
     done, history = 0, []
@@ -236,7 +240,7 @@ def train(config: net_lib.NetConfig, cfg: Config, s: replay.Store, length: int,
     spent = history[-1]["train_s"] if history else 0.0
     cpu_spent = history[-1]["cpu_s"] if history else 0.0
     t0, c0 = time.perf_counter(), time.process_time()
-    trained = 0.0  # this call's training seconds before t0
+    spent_before = spent  # the run's training seconds before this call
     losses, accs, since = [], [], done
     stop = False
     while done < cfg.steps and not stop:
@@ -246,7 +250,7 @@ def train(config: net_lib.NetConfig, cfg: Config, s: replay.Store, length: int,
         done += 1
         if seconds is not None and done % 8 == 0:
             loss.block_until_ready()  # the device may run behind the host's loop
-            stop = trained + time.perf_counter() - t0 >= seconds
+            stop = spent - spent_before + time.perf_counter() - t0 >= seconds
         if done % cfg.eval_every == 0 or done == cfg.steps or stop:
             t_train = time.perf_counter() - t0
             record = {"step": done, "positions": done * cfg.batch_size,
@@ -269,11 +273,10 @@ def train(config: net_lib.NetConfig, cfg: Config, s: replay.Store, length: int,
             if ckpt is not None:
                 movepred._save_checkpoint(ckpt, done, params, opt_state, history)
             losses, accs, since = [], [], done
-            trained += t_train
             spent, cpu_spent = record["train_s"], record["cpu_s"]
             t0, c0 = time.perf_counter(), time.process_time()
     return jax.device_get(params), history
 
 
 __all__ = ["PAPER_TOP1", "Config", "EvalSet", "eval_set", "evaluate", "load_store", "net_config",
-           "params_count", "ranks", "train", "wilson"]
+           "params_count", "ranks", "summary", "train", "wilson"]

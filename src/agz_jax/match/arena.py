@@ -177,6 +177,16 @@ def _chunk_fn(rules: Rules, players, opening_plies: int, chunk: int, start_ply: 
     return run_chunk
 
 
+def drop_compiled() -> None:
+    """Drop every compiled program: the chunked matches' (``_chunk_fn``) and
+    JAX's caches. XLA's code for the CPU lives in memory maps, and a process
+    that plays match after match with new players (a ladder, a sweep) reaches
+    the kernel's limit (``vm.max_map_count``; LLVM's "Cannot allocate memory")
+    unless it drops them."""
+    _chunk_fn.cache_clear()
+    jax.clear_caches()
+
+
 def _take(tree, index: np.ndarray):
     """Rows ``index`` of every array of a batched pytree."""
     index = jnp.asarray(index)

@@ -102,14 +102,11 @@ class Matches:
         return self.scans[key]
 
     def clear(self) -> None:
-        import jax
-
         from agz_jax.match import arena
 
         self.players.clear()
         self.scans.clear()
-        arena._chunk_fn.cache_clear()
-        jax.clear_caches()
+        arena.drop_compiled()
 
 
 PLAYED_SECTIONS = ("game", "net", "features", "search", "decay")
@@ -118,20 +115,16 @@ PLAYED_SECTIONS = ("game", "net", "features", "search", "decay")
 
 def drop_compiled(state: dict) -> None:
     """Drop every compiled program: the matches' players and what the last run
-    compiled. XLA's code for the CPU lives in memory maps, and a sweep that kept
-    every run's programs in its one process reached the kernel's limit
-    (``vm.max_map_count``, 65,530: LLVM's "Cannot allocate memory", then a
-    crash) after three runs of the recipe sweep; the runner calls this after
-    each snapshot's matches (the next segment of training compiles its
-    programs again anyway)."""
-    import jax
-
+    compiled (``arena.drop_compiled``). A sweep that kept every run's programs
+    in its one process reached ``vm.max_map_count`` (65,530) after three runs
+    of the recipe sweep; the runner calls this after each snapshot's matches
+    (the next segment of training compiles its programs again anyway)."""
     from agz_jax.match import arena
 
     if "matches" in state:
         state["matches"].clear()
-    arena._chunk_fn.cache_clear()
-    jax.clear_caches()
+    else:
+        arena.drop_compiled()
 
 
 def play_missing(plan, out: Path, index: dict, state: dict, verbose: bool, say) -> int:

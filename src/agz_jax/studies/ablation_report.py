@@ -264,15 +264,15 @@ def markdown(plan: Plan, result: dict, regenerate: str, data: Path | None = None
               f"`{plan.preset}` with {', '.join(f'{k}={v}' for k, v in plan.common.items())})."]
     starts = {(tuple(sorted(a.curriculum.items())), a.curriculum_games,
                plan.iterations(a) * gpi[a.name]) for a in plan.arms}
-    for a in plan.arms:
-        if a.curriculum and len(starts) == 1:  # one start shared by every arm: said once
-            budget.append(f"Every arm first runs the same curriculum "
-                          f"({a.curriculum.get('curriculum.stages')}), counted as "
-                          f"{a.curriculum_games:,} self-play games, so each plays "
-                          f"{plan.iterations(a) * gpi[a.name]:,} self-play games."
-                          + measured_curriculum(a, result))
-            break
-        if a.curriculum:
+    first = plan.arms[0]
+    if first.curriculum and len(starts) == 1:  # one start shared by every arm: said once
+        budget.append(f"Every arm first runs the same curriculum "
+                      f"({first.curriculum.get('curriculum.stages')}), counted as "
+                      f"{first.curriculum_games:,} self-play games, so each plays "
+                      f"{plan.iterations(first) * gpi[first.name]:,} self-play games."
+                      + measured_curriculum(first, result))
+    else:
+        for a in (a for a in plan.arms if a.curriculum):
             budget.append(f"Arm `{a.name}` first runs the curriculum "
                           f"({a.curriculum.get('curriculum.stages')}), counted as "
                           f"{a.curriculum_games:,} self-play games (pre-registered: its CPU "

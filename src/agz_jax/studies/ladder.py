@@ -114,8 +114,6 @@ def play_ladder(args: argparse.Namespace, lines: list[dict]) -> int:
     check_board(lines, args.ledger, size, rule)
     openings = players.opening_set(args, size)
 
-    import jax
-
     from agz_jax.base.cache import enable_compilation_cache
     from agz_jax.game.gomoku import Rules
     from agz_jax.match import arena
@@ -154,8 +152,7 @@ def play_ladder(args: argparse.Namespace, lines: list[dict]) -> int:
         # Every pairing compiles its own players; a long ladder that kept them all
         # ran out of memory maps for XLA's code (LLVM "Unable to allocate section
         # memory" after 23 matches of 15x15), so each match's are dropped.
-        arena._chunk_fn.cache_clear()
-        jax.clear_caches()
+        arena.drop_compiled()
         print(f"  {s.wins} wins / {s.draws} draws / {s.losses} losses for {p.a} "
               f"(score {s.score:.3f}), {wall:.0f} s", flush=True)
     if outside_on:
