@@ -79,7 +79,7 @@ run_capacity() {
 # Self-play's share of a run's iterations' wall time (checkpoints included,
 # agz_jax.training.run.selfplay_share) from its metrics: the run is cut before its summary.
 selfplay_share() {
-  python3 -c "import json, sys; from agz_jax import run
+  python3 -c "import json, sys; from agz_jax.training import run
 lines = [json.loads(ln) for ln in open(sys.argv[1]) if ln.strip()]
 share = run.selfplay_share(lines)
 print('self-play share:', 'no iteration finished' if share is None else f'{share:.1%}')" \
@@ -166,7 +166,8 @@ if [ -n "$NET" ]; then
   # the preset's sizes; the run's own config goes into gpu.log.
   if python3 -m experiments.training.campaign export "$RUN" --to "$MODEL" --device gpu >> "$OUT/gpu.log" 2>&1 \
       && python3 -c "import sys; from pathlib import Path
-from agz_jax import checkpoint, models, presets
+from agz_jax.config import presets
+from agz_jax.nets import checkpoint, models
 config = models.read_config(Path(sys.argv[1])).replace(**presets.net_preset(sys.argv[2]))
 checkpoint.write_config(Path(sys.argv[3]), config)" "$TEACHER" "$NET" "$MODEL" >> "$OUT/gpu.log" 2>&1
   then
