@@ -141,6 +141,29 @@ def test_a_net_engine_plays_its_size_only(capsys):
     assert "1 layers, 2 filters, 9x9" in ask(e, "version")
 
 
+def test_boardsize_switches_to_the_net_of_that_size(capsys):
+    """An engine given ``net_for_size`` (gtp-agz without --model: the shipped
+    net of each size) takes that net on ``boardsize``, plays on that board, and
+    still refuses a size it has no net for."""
+    import jax
+    import jax.numpy as jnp
+
+    nets = {}
+    for size, layers in ((9, 1), (5, 2)):
+        config = net_lib.NetConfig(size=size, channels=28, layers=layers, filters=2)
+        nets[size] = (config, jax.tree.map(jnp.zeros_like, net_lib.init(config, 0)), 0, False)
+    e = Engine(*nets[9][:3], ladder_plane=False, net_for_size=nets.get)
+    assert "1 layers, 2 filters, 9x9" in ask(e, "version")
+    assert ask(e, "boardsize 5") == "="
+    assert "2 layers, 2 filters, 5x5" in ask(e, "version")
+    move = ask(e, "genmove b")
+    assert re.fullmatch(r"= [A-E][1-5]", move), move
+    assert ask(e, "boardsize 7") == "? unacceptable size"
+    assert capsys.readouterr().err == ("gtp-agz: boardsize 7 refused: this net plays 5x5 only, "
+                                       "no 7x7 net is shipped (a 7x7 net: --model DIR)\n")
+    assert ask(e, "boardsize 9") == "=" and "9x9" in ask(e, "version")
+
+
 RESPONSE = re.compile(r"^[=?][0-9]*( [^\n]*)?(\n[^\n]+)*\n\n$", re.DOTALL)
 words = st.sampled_from(list(COMMANDS) + ["b", "w", "black", "white", "C3", "pass", "A1",
                                           "E5", "Z9", "-1", "5", "19", "0", "7.5", "#", "\t",

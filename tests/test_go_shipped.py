@@ -1,6 +1,7 @@
-"""The shipped 19x19 Go net (``models/go19``) and ``gtp-agz`` without
-``--model``: the program starts on it and answers ``genmove b`` on an empty
-19x19 board with a point; a missing default model is one line of error.
+"""The shipped Go nets (``models/go19``, ``models/go9``) and ``gtp-agz``
+without ``--model``: the program starts on the 19x19 net and answers
+``genmove b`` on an empty 19x19 board with a point, and after ``boardsize 9``
+plays the 9x9 net; a missing default model is one line of error.
 
 One subprocess compiles the 19x19 planes and the net (the compilation cache
 makes later runs faster); the rest needs no compilation."""
@@ -37,6 +38,17 @@ def test_the_shipped_model_is_the_papers_net_and_says_how_it_was_trained():
     assert gtp_engine.ladder_plane_read(SHIPPED, meta) is False
 
 
+def test_the_shipped_9x9_net():
+    path = ROOT / "models" / "go9"
+    config, _, meta = net_lib.load(path)
+    assert (config.size, config.channels, config.layers, config.filters) == (9, 28, 3, 32)
+    assert gtp_engine.ladder_plane_read(path, meta) is True  # trained with the ladder plane
+    assert 0.3 < meta["heldout"]["top1"] < 0.7
+    assert (path / "MODEL_CARD.md").exists()
+    assert gtp_engine.shipped_net(9)[0] == config
+    assert gtp_engine.shipped_net(13) is None
+
+
 def test_the_ladder_plane_setting_of_a_run_folder(tmp_path):
     assert gtp_engine.ladder_plane_read(tmp_path, {}) is True  # go_movepred's nets read it
     (tmp_path / "settings.json").write_text(json.dumps({"train": {"ladder": "none"}}))
@@ -55,7 +67,8 @@ def gtp_agz() -> list[str]:
 
 def test_gtp_agz_without_model_plays_the_shipped_net(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "AGZ_JAX_MODELS"}
-    script = "name\nversion\nboardsize 19\nclear_board\nkomi 6.5\ngenmove b\nshowboard\nquit\n"
+    script = ("name\nversion\nboardsize 19\nclear_board\nkomi 6.5\ngenmove b\nshowboard\n"
+              "boardsize 9\nversion\ngenmove b\nquit\n")
     run = subprocess.run(gtp_agz(), input=script, capture_output=True, text=True,
                          timeout=300, env=env, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
@@ -68,7 +81,10 @@ def test_gtp_agz_without_model_plays_the_shipped_net(tmp_path):
     point(19, move[2:])  # on the board
     board = answers[6].split("\n")
     assert sum(row.count("X") for row in board[2:21]) == 1  # played, one black stone
-    assert answers[7:] == ["=", ""]
+    # boardsize 9 switches to the shipped 9x9 net (models/go9)
+    assert answers[7] == "=" and answers[8].endswith("(net: 3 layers, 32 filters, 9x9)")
+    assert re.fullmatch(r"= [A-HJ][1-9]", answers[9]), answers[9]
+    assert answers[10:] == ["=", ""]
 
 
 def test_a_missing_default_model_is_one_line(tmp_path, monkeypatch, capsys):

@@ -1,13 +1,14 @@
 """``gtp-agz``: the raw move-prediction net as a Go engine speaking GTP 2.
 
-    gtp-agz                                          # the shipped 19x19 net, models/go19
+    gtp-agz                                          # the shipped nets, models/go19 and go9
     gtp-agz --model runs/go-mp-cpu/depth-12          # then GTP on stdin/stdout
     python -m agz_jax.go.gtp_engine --model DIR
 
 Without ``--model`` it plays the net shipped in ``models/go19`` (found as
 ``agz_jax.nets.models`` finds the gomoku models: ``$AGZ_JAX_MODELS`` or the
-repository's ``models/``; see its MODEL_CARD.md); ``--model NAME`` picks
-another model of that folder, ``--model DIR`` any model directory.
+repository's ``models/``; see its MODEL_CARD.md), and after ``boardsize 9``
+the one in ``models/go9``; ``--model NAME`` picks another model of that
+folder, ``--model DIR`` any model directory (which plays its own size only).
 
 As Maddison et al. (Section 5.2) let their net play: ``genmove`` plays the
 legal point of highest probability in the softmax of the colour to move, with
@@ -22,7 +23,7 @@ would be caught at the end of a longer string), unless no other point is left
 (``--no-ladder-guard`` turns that off, as the matches of the raw net do).
 
 Commands: protocol_version, name, version, known_command, list_commands,
-boardsize (the net's size only), clear_board, komi, play, genmove, undo,
+boardsize (the net's size, or a shipped net's), clear_board, komi, play, genmove, undo,
 final_score (area score, every stone alive), showboard, quit. The rules are
 Chinese: suicide illegal, positional superko. A net trained with the ladder
 plane zero (``go.train19``'s default ``--ladder none``: ``"ladder": "none"`` in
@@ -61,6 +62,8 @@ COMMANDS = ("protocol_version", "name", "version", "known_command", "list_comman
             "showboard", "quit")
 COLOURS = {"b": BLACK, "black": BLACK, "w": WHITE, "white": WHITE}
 DEFAULT_MODEL = "go19"
+# The shipped net for each board size: without --model, ``boardsize N`` switches to it.
+SHIPPED_BY_SIZE = {19: "go19", 9: "go9"}
 
 
 class GtpFailure(Exception):
@@ -107,12 +110,16 @@ class Engine:
     def __init__(self, config: net_lib.NetConfig | None = None, params=None, ranks: int = 0,
                  name: str = "agz_jax", pass_when_ahead: bool = True,
                  choose: Callable[[State], int] | None = None, ladder_plane: bool = True,
-                 ladder_guard: bool = True):
+                 ladder_guard: bool = True,
+                 net_for_size: Callable[[int], tuple | None] | None = None):
         if choose is None and (config is None or params is None):
             raise ValueError("an Engine needs a net (config and params) or a choose function")
         self.config, self.params, self.ranks = config, params, ranks
         self.ladder_plane = ladder_plane  # False: the net was trained with it zero
         self.ladder_guard = ladder_guard  # for such a net: no extension into a working ladder
+        # size -> (config, params, ranks, ladder_plane) of another net, or None: lets
+        # ``boardsize`` switch nets (gtp-agz without --model: the shipped net of each size)
+        self.net_for_size = net_for_size
         self.name = name
         self.pass_when_ahead = pass_when_ahead
         self._choose = choose
@@ -254,10 +261,16 @@ class Engine:
             raise GtpFailure("syntax error")
         size = int(args[0])
         wanted = self.config.size if self.config is not None else None
+        if wanted is not None and size != wanted and self.net_for_size is not None:
+            other = self.net_for_size(size)
+            if other is not None:
+                self.config, self.params, self.ranks, self.ladder_plane = other
+                wanted = size
         if wanted is not None and size != wanted:
             # GTP's answer is fixed; the person behind the controller reads stderr
-            print(f"gtp-agz: boardsize {size} refused: this net plays {wanted}x{wanted} only "
-                  f"(a {size}x{size} net: --model DIR)", file=sys.stderr, flush=True)
+            none_shipped = "" if self.net_for_size is None else f", no {size}x{size} net is shipped"
+            print(f"gtp-agz: boardsize {size} refused: this net plays {wanted}x{wanted} only"
+                  f"{none_shipped} (a {size}x{size} net: --model DIR)", file=sys.stderr, flush=True)
             raise GtpFailure("unacceptable size")
         if not 2 <= size <= 19:
             raise GtpFailure("unacceptable size")
@@ -399,14 +412,37 @@ def ladder_plane_read(path: Path, meta: dict) -> bool:
     return mode != "none"
 
 
-def load_engine(model: str | Path | None = None, **kw) -> Engine:
-    path = resolve_model(model)
+def load_net(path: Path) -> tuple[net_lib.NetConfig, dict, int, bool]:
+    """(config, params, rank planes, ladder plane read) of the net at ``path``."""
     config, params, meta = net_lib.load(path)
     ranks = RANKS if config.channels == len(channel_names(RANKS)) else 0
     if config.channels != len(channel_names(ranks)):
         raise ValueError(f"{path}: a net of {config.channels} input planes; the features "
                          f"have {len(channel_names(0))} or {len(channel_names(RANKS))}")
-    kw.setdefault("ladder_plane", ladder_plane_read(path, meta))
+    return config, params, ranks, ladder_plane_read(path, meta)
+
+
+def shipped_net(size: int) -> tuple | None:
+    """``load_net`` of the shipped net for ``size`` (``SHIPPED_BY_SIZE``), or None
+    when there is none (or it is missing)."""
+    name = SHIPPED_BY_SIZE.get(size)
+    if name is None:
+        return None
+    path = default_model().parent / name
+    if not (path / "net.json").exists():
+        return None
+    net = load_net(path)
+    return net if net[0].size == size else None
+
+
+def load_engine(model: str | Path | None = None, **kw) -> Engine:
+    """The engine of ``--model``; without one, the shipped 19x19 net, which
+    ``boardsize`` swaps for the shipped net of another size where there is one."""
+    path = resolve_model(model)
+    config, params, ranks, ladder_plane = load_net(path)
+    kw.setdefault("ladder_plane", ladder_plane)
+    if model is None:
+        kw.setdefault("net_for_size", shipped_net)
     return Engine(config, params, ranks, **kw)
 
 
@@ -431,7 +467,8 @@ def main(argv=None) -> int:
     p.add_argument("--model", default=None,
                    help=f"a model directory (an experiments.go.train19 run folder, or "
                         f"experiments.go.movepred's depth-D) or the name of one in models/ "
-                        f"(default: {DEFAULT_MODEL}, the shipped 19x19 net)")
+                        f"(default: {DEFAULT_MODEL}, the shipped 19x19 net, and after "
+                        f"'boardsize 9' the shipped 9x9 net, go9)")
     p.add_argument("--name", default="agz_jax")
     p.add_argument("--no-pass-when-ahead", action="store_true",
                    help="pass only when no other point is left")
