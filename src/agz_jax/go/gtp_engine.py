@@ -422,9 +422,11 @@ def load_net(path: Path) -> tuple[net_lib.NetConfig, dict, int, bool]:
     return config, params, ranks, ladder_plane_read(path, meta)
 
 
+@functools.cache
 def shipped_net(size: int) -> tuple | None:
     """``load_net`` of the shipped net for ``size`` (``SHIPPED_BY_SIZE``), or None
-    when there is none (or it is missing)."""
+    when there is none (or it is missing); read once a process, so a controller
+    that goes back and forth between sizes does not reload the nets."""
     name = SHIPPED_BY_SIZE.get(size)
     if name is None:
         return None
