@@ -135,26 +135,19 @@ def test_the_gpu_window_script_trains_brings_back_and_continues(tmp_path):
     """experiments/go/gpu_window.sh rehearsed on the CPU with a tiny net and
     store: a first window trains from fresh nets and leaves the model and the
     checkpoint in OUT; put back as the carried run, a second window continues it."""
-    import os
     import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    from gpu_windows import run_window
+
     data = tmp_path / "games"
     write_store(data, n_games=8)
     carried = tmp_path / "carried"
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-           "DATA": str(data), "CARRIED": str(carried), "LAYERS": "2", "FILTERS": "8",
-           "BATCH": "8", "PER_GAME": "4", "EVAL_EVERY": "20", "RESERVE": "25"}
+    settings = {"DATA": str(data), "CARRIED": str(carried), "LAYERS": "2", "FILTERS": "8",
+                "BATCH": "8", "PER_GAME": "4", "EVAL_EVERY": "20", "RESERVE": "25"}
     steps = []
     for window in ("first", "second"):
         out = tmp_path / window
-        out.mkdir()
-        run = subprocess.run(["bash", "experiments/go/gpu_window.sh", "40"], cwd=root,
-                             env={**env, "OUT": str(out)}, capture_output=True, text=True,
-                             timeout=300)
+        run = run_window("experiments/go/gpu_window.sh", 40, out, settings, timeout=300)
         assert run.returncode == 0 and "train19 exit 0" in run.stdout, run.stdout + run.stderr
         for f in ("history.json", "settings.json", "record.json", "net.json",
                   "params.msgpack", "checkpoint.msgpack", "train.log", "gpu.log"):

@@ -4,33 +4,24 @@ model folder, measures the capacity comparison, and brings all of it back in
 OUT; a second window continues the exported nets instead of distilling."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]
+from gpu_windows import run_window
 
 
 @pytest.mark.long
 def test_the_larger_net_window_distils_trains_exports_and_continues(tmp_path):
     model = tmp_path / "model"
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-           "NET": "paper", "TEACHER": "models/campaign", "MODEL": str(model),
-           "PRESET": "smoke", "EXTRA": "--game.size 15", "DISTILL_S": "20", "RESERVE": "30",
-           "CAPACITY": "1", "CAPACITY_S": "40", "CAPACITY_NETS": "8x1", "CAPACITY_STEPS": "4",
-           "CAPACITY_EVERY": "2", "CAPACITY_HELD_OUT": "16",
-           "DISTILL_FLAGS": "--games 16 --held-out-games 8 --games-per-batch 16 --epochs 1 "
-                            "--batch-size 32"}
+    settings = {"NET": "paper", "TEACHER": "models/campaign", "MODEL": str(model),
+                "PRESET": "smoke", "EXTRA": "--game.size 15", "DISTILL_S": "20",
+                "RESERVE": "30", "CAPACITY": "1", "CAPACITY_S": "40", "CAPACITY_NETS": "8x1",
+                "CAPACITY_STEPS": "4", "CAPACITY_EVERY": "2", "CAPACITY_HELD_OUT": "16",
+                "DISTILL_FLAGS": "--games 16 --held-out-games 8 --games-per-batch 16 "
+                                 "--epochs 1 --batch-size 32"}
     logs = []
     for window in ("first", "second"):
         out = tmp_path / window
-        out.mkdir()
-        run = subprocess.run(["bash", "experiments/gpu_window.sh", "150"], cwd=ROOT,
-                             env={**env, "OUT": str(out)}, capture_output=True, text=True,
-                             timeout=400)
+        run = run_window("experiments/gpu_window.sh", 150, out, settings, timeout=400)
         log = (out / "gpu.log").read_text()
         logs.append(log)
         assert run.returncode == 0, run.stdout + run.stderr + log
