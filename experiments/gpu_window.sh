@@ -27,6 +27,12 @@
 # only that window: models/campaign is untouched here until the files are copied
 # back.
 #
+# MODEL=models/renju (any model of the preset's board and net) continues that
+# model instead of models/campaign, under its own rule (read from its config):
+# `MODEL=models/renju bash experiments/gpu_window.sh 300` is a renju window
+# (docs/renju.md); back here, its variables.msgpack and campaign.json go into
+# models/renju.
+#
 # NET=6x64 (a net preset, docs/nets.md) trains that larger net instead. If
 # models/campaign-NET holds nets (brought back from an earlier window and
 # committed), the window continues them; else it first distils models/campaign
@@ -193,15 +199,27 @@ if [ "$TRAIN" -lt 60 ]; then
     "CAPACITY in a call of their own" | tee -a "$OUT/gpu.log"
   exit 1
 fi
-echo "training for $TRAIN s" >> "$OUT/gpu.log"
 # PRESET and EXTRA (more flags of experiments.selfplay) are for trying the script
 # on a small CPU run, or for a window's experiment (EXTRA="--openings.empty-fraction
 # 0.5": half the games from the empty board, docs/campaign.md).
+# MODEL (default models/campaign) is the model the window continues and exports
+# into; its rule is the run's (MODEL=models/renju: a renju window, docs/renju.md).
+MODEL=${MODEL:-models/campaign}
+RULE=$(python3 -c "import sys; from pathlib import Path
+from agz_jax.nets import models
+print(models.read_config(Path(sys.argv[1])).game.rule)" "$MODEL" 2>> "$OUT/gpu.log")
+if [ -z "$RULE" ]; then
+  echo "error: $MODEL holds no model config (gpu.log says why)" | tee -a "$OUT/gpu.log"
+  exit 1
+fi
+echo "training $MODEL ($RULE) for $TRAIN s" >> "$OUT/gpu.log"
 timeout -k 60 "$TRAIN" python3 -m experiments.selfplay --preset "${PRESET:-gpu}" \
-  --init-from models/campaign --out "$RUN" ${EXTRA:-} >> "$OUT/gpu.log" 2>&1
+  --init-from "$MODEL" --game.rule "$RULE" --out "$RUN" ${EXTRA:-} >> "$OUT/gpu.log" 2>&1
 echo "selfplay exit $? (124: stopped by the window's timeout, as planned)" >> "$OUT/gpu.log"
 selfplay_share "$RUN"
-python3 -m experiments.training.campaign export "$RUN" --device gpu >> "$OUT/gpu.log" 2>&1 \
-  && cp "$RUN/metrics.jsonl" models/campaign/variables.msgpack models/campaign/campaign.json \
-        "$OUT/" && cp models/campaign/config.json "$OUT/gpu_config.json"
+python3 -m experiments.training.campaign export "$RUN" --to "$MODEL" --device gpu \
+    >> "$OUT/gpu.log" 2>&1 \
+  && cp "$RUN/metrics.jsonl" "$MODEL/variables.msgpack" "$MODEL/campaign.json" "$OUT/" \
+  && cp "$MODEL/config.json" "$OUT/gpu_config.json" \
+  || echo "export failed: nothing came back but the log" >> "$OUT/gpu.log"
 run_capacity "$RUN"

@@ -37,3 +37,35 @@ def test_the_larger_net_window_distils_trains_exports_and_continues(tmp_path):
     assert "distilling models/campaign into paper nets" in logs[0]
     assert "continuing the paper nets of" in logs[1] and "distilling" not in logs[1]
     assert (tmp_path / "first" / "distill.json").exists()
+
+
+@pytest.mark.long
+def test_a_renju_window_continues_the_renju_model_under_its_rule(tmp_path):
+    """MODEL=models/renju: the window plays and trains under the model's own
+    rule (read from its config), exports into that model and brings it back."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree("models/renju", model)
+    settings = {"MODEL": str(model), "PRESET": "smoke", "RESERVE": "30",
+                "EXTRA": "--game.size 15 --net-preset paper"}
+    out = tmp_path / "out"
+    run = run_window("experiments/gpu_window.sh", 150, out, settings, timeout=400)
+    log = (out / "gpu.log").read_text()
+    assert run.returncode == 0, run.stdout + run.stderr + log
+    assert "Traceback" not in log and "export failed" not in log, log
+    assert f"training {model} (renju)" in log and "15x15 renju" in log, log
+    for f in ("variables.msgpack", "campaign.json", "metrics.jsonl", "gpu_config.json"):
+        assert (out / f).exists(), f
+    assert json.loads((out / "gpu_config.json").read_text())["game"]["rule"] == "renju"
+    assert json.loads((out / "campaign.json").read_text())["runs"][0]["device"] == "gpu"
+
+
+@pytest.mark.long
+def test_a_window_without_a_model_says_so(tmp_path):
+    out = tmp_path / "out"
+    run = run_window("experiments/gpu_window.sh", 150, out,
+                     {"MODEL": str(tmp_path / "nowhere"), "RESERVE": "30"}, timeout=120)
+    log = (out / "gpu.log").read_text()
+    assert run.returncode == 1
+    assert f"error: {tmp_path / 'nowhere'} holds no model config" in log, log
