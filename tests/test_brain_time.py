@@ -48,6 +48,7 @@ def flags(*argv: str) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--fpu", type=float, default=None)
     p.add_argument("--vcf", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--vct", action=argparse.BooleanOptionalAction, default=False)
     p.add_argument("--threat-values", action=argparse.BooleanOptionalAction, default=None)
     return p.parse_args(argv)
 
@@ -92,10 +93,10 @@ def test_play_settings(model):
     assert plan["timed"] == dict(max_simulations=engine.PLAY_CAPACITY, algorithm="puct",
                                  reuse=True, c_puct=engine.PLAY_C_PUCT, leaves=0,
                                  threads=min(2, os.cpu_count() or 1), fpu=None, vcf=True,
-                                 threat_values=None)
+                                 vct=False, threat_values=None)
     assert plan["untimed"] == dict(max_simulations=MODEL_SIMS, algorithm="gumbel",
                                    reuse=False, c_puct=None, leaves=0, threads=1, fpu=None,
-                                   vcf=True, threat_values=None)
+                                   vcf=True, vct=False, threat_values=None)
     assert plan["simulations"] == own.num_simulations == MODEL_SIMS
     # One PUCT search for every move, c_puct given: one engine, the untimed count
     # run in the big tree; with the play-time c_puct against the model's, two.
@@ -110,12 +111,13 @@ def test_play_settings(model):
                                       "--leaves", "8", "--fpu", "0.2", "--threads", "2"))
     assert plan["timed"] == dict(max_simulations=20000, algorithm="puct", reuse=False,
                                  c_puct=2.5, leaves=8, threads=2, fpu=0.2, vcf=True,
-                                 threat_values=None)
-    plan = play_settings(model, flags("--no-vcf", "--threat-values"))
+                                 vct=False, threat_values=None)
+    plan = play_settings(model, flags("--no-vcf", "--threat-values", "--vct"))
     assert plan["timed"]["vcf"] is False and plan["timed"]["threat_values"] is True
+    assert plan["timed"]["vct"] is True and plan["untimed"]["vct"] is True
     e = engine.Engine(model, max_simulations=8, **{k: v for k, v in plan["timed"].items()
                                                    if k != "max_simulations"})
-    assert e.search_cfg.threat_values and not e.vcf
+    assert e.search_cfg.threat_values and not e.vcf and e.vct
     assert plan["untimed"]["algorithm"] == "gumbel" and not plan["untimed"]["reuse"]
     assert plan["untimed"]["fpu"] is None  # first-play urgency is PUCT's
     assert plan["untimed"]["leaves"] == 0  # Gumbel: one leaf at a time

@@ -137,6 +137,52 @@ def test_guard_completes_five_then_blocks(eng, rule):
     assert a.simulations == 16 and a.policy[at(0, 4)] == 1.0
 
 
+def test_the_vct_reading_plays_its_own_win_and_leaves_a_losing_move(eng):
+    """With ``vct``: a double three to make (no VCF) is played at once as the
+    first threat of a win by threats; and after a search, a most visited move
+    after which the opponent has a VCT gives way to the next one that leaves
+    none."""
+    from agz_jax.game import vct
+
+    rules = eng.rules()
+    # Black's twos cross at (4, 4): a stone there makes two open threes.
+    black = [(4, 2), (4, 3), (2, 4), (3, 4)]
+    white = [(0, 0), (8, 8), (0, 8), (8, 0)]
+    state = position(rules, black, white, to_play=0)
+    board = np.asarray(state.board)
+    a = eng.analyse(rules, state, simulations=16)
+    assert a.reason == "search"  # the reading is off by default
+    eng.vct = True
+    try:
+        a = eng.analyse(rules, state, simulations=16)
+        assert a.reason == "vct" and a.simulations == 0
+        assert a.action == vct.solve(board, 1, SIZE)[0]
+        # White to move, the crossing walled off on one side each: black still
+        # has a VCT, which (5, 1) stops and a far corner does not.
+        white2 = [(0, 0), (8, 8), (1, 4), (4, 1)]
+        state = position(rules, black, white2, to_play=1)
+        board = np.asarray(state.board)
+        far, stop = at(8, 4), at(5, 1)
+        after = board.copy()
+        after[far] = -1
+        assert vct.solve(after, 1, SIZE) is not None
+        after[far], after[stop] = 0, -1
+        assert vct.solve(after, 1, SIZE) is None
+        visits = np.zeros(SIZE * SIZE)
+        visits[far], visits[stop] = 10.0, 5.0
+        assert eng._avoid_threats(rules, board, 1, visits, far, 0.0, None) == stop
+        visits[stop] = 0.0  # nothing else searched: the search's own move stays
+        assert eng._avoid_threats(rules, board, 1, visits, far, 0.0, None) == far
+        a = eng.analyse(rules, state, simulations=16)
+        after = board.copy()
+        after[a.action] = -1
+        assert a.reason in ("avoid", "search", "defend")
+        if a.reason == "avoid":
+            assert vct.solve(after, 1, SIZE) is None
+    finally:
+        eng.vct = False
+
+
 def test_the_guard_is_search_moves_with_forced_moves_whatever_the_model(eng):
     """A model that searches without forced moves still gets them at the root:
     with an open four to make (tier 3 of ``tactics.search_moves``), only the two

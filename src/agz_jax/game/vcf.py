@@ -120,6 +120,10 @@ class Position:
         self.count = {1: [0] * n, -1: [0] * n}
         self.fours = {1: set(), -1: set()}   # windows: 4 of a colour, none of the other
         self.threes = {1: set(), -1: set()}  # windows: 3 of a colour, none of the other
+        self.twos = {1: set(), -1: set()}    # windows: 2 of a colour, none of the other
+        # By a colour's count in a window with none of the other's: its set, if kept.
+        self._sets = {c: (None, None, self.twos[c], self.threes[c], self.fours[c], None)
+                      for c in (1, -1)}
         self._keys = _zobrist(size * size)
         self.key = 0
         for p, v in enumerate(cells):
@@ -128,35 +132,44 @@ class Position:
                 self.put(p, v)
 
     # -- stones -----------------------------------------------------------------------------
-
-    def _classify(self, w: int):
-        b, wh = self.count[1][w], self.count[-1][w]
-        for colour, own, other in ((1, b, wh), (-1, wh, b)):
-            if other == 0 and own == 4:
-                self.fours[colour].add(w)
-            else:
-                self.fours[colour].discard(w)
-            if other == 0 and own == 3:
-                self.threes[colour].add(w)
-            else:
-                self.threes[colour].discard(w)
+    # A window changes sets only when its count of the stone's colour crosses one
+    # of 2..4 with none of the other colour's in it, or when it gets its first
+    # stone of a colour (and leaves the other colour's sets) or loses its last.
 
     def put(self, p: int, colour: int):
         self.cells[p] = colour
         self.key ^= self._keys[0 if colour == 1 else 1][p]
-        count = self.count[colour]
+        own, other = self.count[colour], self.count[-colour]
+        sets, theirs = self._sets[colour], self._sets[-colour]
         for w in self.windows_of[p]:
-            count[w] += 1
-            self._classify(w)
+            n = own[w]
+            own[w] = n + 1
+            o = other[w]
+            if o == 0:
+                if n >= 2:
+                    sets[n].discard(w)
+                if 1 <= n <= 3:
+                    sets[n + 1].add(w)
+            elif n == 0 and o >= 2:
+                theirs[o].discard(w)
 
     def take(self, p: int):
         colour = self.cells[p]
         self.cells[p] = 0
         self.key ^= self._keys[0 if colour == 1 else 1][p]
-        count = self.count[colour]
+        own, other = self.count[colour], self.count[-colour]
+        sets, theirs = self._sets[colour], self._sets[-colour]
         for w in self.windows_of[p]:
-            count[w] -= 1
-            self._classify(w)
+            n = own[w]
+            own[w] = n - 1
+            o = other[w]
+            if o == 0:
+                if 2 <= n <= 4:
+                    sets[n].discard(w)
+                if 3 <= n <= 5:
+                    sets[n - 1].add(w)
+            elif n == 1 and o >= 2:
+                theirs[o].add(w)
 
     # -- readings ---------------------------------------------------------------------------
 
@@ -235,16 +248,21 @@ class _Search:
         self.nodes, self.deadline = nodes, deadline
         self.table: dict[int, list[int] | None] = {}
 
+    def tick(self, every: int = 64):
+        """One node more: _OutOfNodes past the budget; OutOfTime past the
+        deadline (read every ``every`` nodes)."""
+        self.nodes -= 1
+        if self.nodes < 0:
+            raise _OutOfNodes
+        if self.deadline is not None and self.nodes % every == 0 \
+                and time.perf_counter() > self.deadline:
+            raise OutOfTime
+
     def run(self, depth: int) -> list[int] | None:
         pos, a, d = self.pos, self.a, self.d
         if mine := pos.five_points(a):
             return [min(mine)]
-        self.nodes -= 1
-        if self.nodes < 0:
-            raise _OutOfNodes
-        if self.deadline is not None and self.nodes % 64 == 0 \
-                and time.perf_counter() > self.deadline:
-            raise OutOfTime
+        self.tick()
         key = pos.key
         if key in self.table:
             return self.table[key]
@@ -382,9 +400,21 @@ def defences(board, me: int, size: int, rule: str = "freestyle", *, nodes: int =
     line = solve_position(pos, -me, **budget)
     if line is None:
         return None
-    cells = pos.cells
-    candidates = _candidates(pos, me, line)
-    out = []
+    keeps = functools.partial(holds, pos, -me, line)
+    return stopping_moves(pos, me, _candidates(pos, me, line),
+                          lambda: solve_position(pos, -me, **budget) is not None, keeps), line
+
+
+def stopping_moves(pos: Position, me: int, candidates, wins: Callable[[], bool],
+                   keeps: Callable[[], bool] | None = None) -> list[int]:
+    """The ``candidates`` (sorted; occupied and forbidden ones left out) after
+    which ``wins()`` (the opponent's reading, the opponent to move) finds no win.
+    A four of ``me`` is read with its forced block and the opponent then to
+    move, as if the four had cost ``me`` its tempo (the safe side); two five
+    points win outright. ``keeps()``, when given, is asked first after a move
+    that is no four: True (the opponent's line still wins as it was) rules the
+    move out without a reading."""
+    cells, out = pos.cells, []
     for m in sorted(candidates):
         if cells[m] != 0 or pos.forbidden(m, me):
             continue
@@ -392,22 +422,18 @@ def defences(board, me: int, size: int, rule: str = "freestyle", *, nodes: int =
         try:
             fives = pos.five_points(me)
             if len(fives) == 1:
-                # A four: read it with its forced block, the opponent then
-                # (a tempo early, on the safe side) to move.
                 (b,) = fives
                 pos.put(b, -me)
                 try:
-                    refuted = solve_position(pos, -me, **budget) is None
+                    stops = not wins()
                 finally:
                     pos.take(b)
             elif fives:
-                refuted = True  # two five points: a win
-            elif holds(pos, -me, line):
-                refuted = False
+                stops = True
             else:
-                refuted = solve_position(pos, -me, **budget) is None
+                stops = not (keeps is not None and keeps()) and not wins()
         finally:
             pos.take(m)
-        if refuted:
+        if stops:
             out.append(m)
-    return out, line
+    return out

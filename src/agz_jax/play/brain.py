@@ -64,7 +64,10 @@ the persistent XLA cache, so the next process starts faster.
 
 Before each search the engine reads wins by continuous fours (``--vcf``, on
 by default; ``agz_jax.game.vcf``): it plays its own at once, and when the opponent
-has one it searches only among the moves that stop it.
+has one it searches only among the moves that stop it. With ``--vct`` it also
+reads wins by continuous threats (fours and threes; ``agz_jax.game.vct``): its
+own is played at once, and after the search the most visited move after which
+the opponent has none is played (a quarter of the move's time is kept for it).
 
 Search: under a time limit the search uses the move's whole budget: it runs
 until the budget is spent or its tree (``--max-sims``, default
@@ -157,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="read victories by continuous fours at each move: play one's "
                              "own, and search only among the moves that stop the "
                              "opponent's (default: on)")
+    parser.add_argument("--vct", action=argparse.BooleanOptionalAction, default=False,
+                        help="read victories by continuous threats (fours and threes): play "
+                             "one's own, and after the search the most visited move after "
+                             "which the opponent has none (default: off)")
     parser.add_argument("--chunk", type=int, default=16,
                         help="simulations per jitted step between clock checks")
     parser.add_argument("--seed", type=int, default=0)
@@ -246,7 +253,7 @@ def play_settings(model, args) -> dict:
                     c_puct=c_puct if puct else None, leaves=args.leaves if puct else 0,
                     threads=(args.threads if args.threads is not None else
                              default_threads(algorithm)) if puct else 1,
-                    fpu=args.fpu if puct else None, vcf=args.vcf,
+                    fpu=args.fpu if puct else None, vcf=args.vcf, vct=args.vct,
                     threat_values=args.threat_values)
 
     timed = engine_args(capacity, algorithm, reuse,

@@ -80,7 +80,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from agz_jax.game import symmetry, tactics, vcf
+from agz_jax.game import symmetry, tactics, vcf, vct
 from agz_jax.game.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.game.renju import foul_code
 from agz_jax.nets import features
@@ -119,6 +119,17 @@ where each black four asks ``renju.foul_code``, a reading can otherwise run
 for tens of seconds)."""
 
 
+VCT_SHARE = 0.25
+"""The share of a timed move's budget kept, with ``Engine(vct=True)``, for
+the VCT reading after the search (``agz_jax.game.vct``): the most visited
+moves are read in turn, and the first after which the opponent has no win by
+continuous threats is played."""
+VCT_UNTIMED_S = 1.0
+"""The VCT readings' time limit for a move without a deadline."""
+VCT_CANDIDATES = 6
+"""The most visited moves the VCT reading reads after the search, at most."""
+
+
 class Analysis(NamedTuple):
     """The engine's answer for one position.
 
@@ -131,9 +142,12 @@ class Analysis(NamedTuple):
     simulations: run by this search. carried: the root's visits carried over from
     the last search (``search.reuse``). elapsed: seconds.
     reason: 'search', 'win' (a five in one), 'vcf' (the first four of a win by
-    continuous fours, no search), 'block' (searched among the blocks of the
+    continuous fours, no search), 'vct' (the first threat of a win by
+    continuous threats, no search), 'block' (searched among the blocks of the
     opponent's five), 'defend' (searched among the moves that stop the
-    opponent's VCF) or 'prior' (no time to search).
+    opponent's VCF), 'avoid' (searched, and the most visited move left
+    because the VCT reading found the opponent a win after it) or 'prior'
+    (no time to search).
     """
 
     action: int
@@ -302,6 +316,11 @@ class Engine:
       vcf: read victories by continuous fours at the root (``agz_jax.game.vcf``):
         play one's own, and search only among the moves that stop the
         opponent's (when any does).
+      vct: read victories by continuous threats (fours and threes,
+        ``agz_jax.game.vct``): before the search, play one's own; after it,
+        play the most visited move after which the opponent has none found
+        (of the ``VCT_CANDIDATES`` most visited; ``VCT_SHARE`` of a timed
+        move is kept for it).
       threads: T >= 1 trees of the root searched at once, one a host thread,
         tree ``i`` under the board's symmetry ``i`` (root parallelism; PUCT
         only); their root visits are summed.
@@ -312,7 +331,7 @@ class Engine:
                  algorithm: str | None = None, reuse: bool | None = None,
                  c_puct: float | None = None, clock: Callable[[], float] = time.perf_counter,
                  leaves: int = 0, fpu: float | None = None, vcf: bool = True,
-                 threat_values: bool | None = None, threads: int = 1):
+                 threat_values: bool | None = None, threads: int = 1, vct: bool = False):
         settings = model.config.search
         overrides = {k: v for k, v in (("algorithm", algorithm), ("reuse", reuse),
                                        ("c_puct", c_puct), ("threat_values", threat_values))
@@ -357,6 +376,7 @@ class Engine:
         self.variables = jax.device_put(model.variables)
         self.clock = clock
         self.vcf = bool(vcf)
+        self.vct = bool(vct)
 
     @property
     def reuse(self) -> bool:
@@ -589,7 +609,11 @@ class Engine:
                             np.where(wins, 1.0, np.nan), np.zeros(self.num_actions), 0, 0,
                             self.clock() - t0, "win")
 
-        if line is not None:  # our own VCF: its first four, no search needed
+        reason = "vcf"
+        if self.vct and line is None and not blocks.any() and not wins.any():
+            line = self._read_threats(rules, board, to_play, t0, deadline)
+            reason = "vct"
+        if line is not None:  # our own VCF (or VCT): its first move, no search needed
             action = line[0]
             self.forget()
             policy = np.zeros(self.num_actions)
@@ -597,9 +621,12 @@ class Engine:
             value = self.gamma ** (len(line) - 1)
             return Analysis(action, value, (value + 1.0) / 2.0, policy, first.prior,
                             np.where(policy > 0, value, np.nan), np.zeros(self.num_actions),
-                            0, 0, self.clock() - t0, "vcf")
+                            0, 0, self.clock() - t0, reason)
 
-        grow = functools.partial(self._grow, fns, exact, deadline)
+        search_deadline = deadline
+        if self.vct and deadline is not None:  # the reading after the search has its share
+            search_deadline = deadline - VCT_SHARE * max(0.0, deadline - t0)
+        grow = functools.partial(self._grow, fns, exact, search_deadline)
         if self.threads > 1:
             if self._pool is None:
                 self._pool = concurrent.futures.ThreadPoolExecutor(
@@ -637,6 +664,10 @@ class Engine:
             q = np.where(visits > 0, q, np.nan)
             reason = ("defend" if defended is not None else
                       "block" if blocks.any() and not wins.any() else "search")
+            if self.vct:
+                safe = self._avoid_threats(rules, board, to_play, visits, action, t0, deadline)
+                if safe != action:
+                    action, reason = safe, "avoid"
             for t in trees:
                 self._lasts[t.lane] = _Last(
                     t.tree, board[symmetry.permutations(self.size)[t.lane]], to_play,
@@ -693,6 +724,44 @@ class Engine:
                       int(symmetry.permutations(size)[lane][int(action)]), start.prior, done,
                       start.kept)
 
+    def _read_threats(self, rules: Rules, board: np.ndarray, to_play: int, t0: float,
+                      deadline: float | None) -> list[int] | None:
+        """The side to move's VCT (``vct.solve``), or None (none found, or
+        out of the reading's time: half the VCF reading's share)."""
+        share = VCT_UNTIMED_S if deadline is None else VCF_SHARE * max(0.0, deadline - t0)
+        try:
+            return vct.solve(board, 1 if to_play == 0 else -1, self.size, rules.rule,
+                             is_forbidden=_forbidden(rules),
+                             deadline=time.perf_counter() + share / 2)
+        except vct.OutOfTime:
+            return None
+
+    def _avoid_threats(self, rules: Rules, board: np.ndarray, to_play: int,
+                       visits: np.ndarray, action: int, t0: float,
+                       deadline: float | None) -> int:
+        """The first of the ``VCT_CANDIDATES`` most visited moves (``action``
+        first) after which the opponent has no VCT found; ``action`` when every
+        one read has, or when the time (until ``deadline``, or
+        ``VCT_UNTIMED_S``) runs out first: then the move being read."""
+        me = 1 if to_play == 0 else -1
+        until = time.perf_counter() + (VCT_UNTIMED_S if deadline is None
+                                       else max(0.0, deadline - self.clock()))
+        order = [action] + [int(a) for a in np.argsort(-visits, kind="stable")
+                            if a != action and visits[a] > 0]
+        after = np.array(board)
+        for move in order[:VCT_CANDIDATES]:
+            after[move] = me
+            try:
+                threat = vct.solve(after, -me, self.size, rules.rule,
+                                   is_forbidden=_forbidden(rules), deadline=until)
+            except vct.OutOfTime:
+                return move
+            finally:
+                after[move] = 0
+            if threat is None:
+                return move
+        return action
+
     def _read_fours(self, rules: Rules, board: np.ndarray, to_play: int, t0: float,
                     deadline: float | None, defend: bool = True):
         """(line, defended): the side to move's VCF (``vcf.solve``) or None; and
@@ -703,10 +772,7 @@ class Engine:
         deadline). ``defend`` False: the own VCF only (facing a
         five, the block is the one defence)."""
         me = 1 if to_play == 0 else -1
-        forbidden = None
-        if rules.rule == "renju":
-            def forbidden(cells, p):
-                return foul_code(np.asarray(cells, np.int8), p) != 0
+        forbidden = _forbidden(rules)
         # On the engine's clock, converted to perf_counter's.
         share = VCF_UNTIMED_S if deadline is None else VCF_SHARE * max(0.0, deadline - t0)
         until = time.perf_counter() + share
@@ -724,6 +790,16 @@ class Engine:
         defended = np.zeros(self.num_actions, bool)
         defended[found[0]] = True
         return None, defended
+
+
+def _forbidden(rules: Rules):
+    """The readers' ``is_forbidden`` callback under renju, else None."""
+    if rules.rule != "renju":
+        return None
+
+    def forbidden(cells, p):
+        return foul_code(np.asarray(cells, np.int8), p) != 0
+    return forbidden
 
 
 def _after(rules: Rules, state: State, moves: list[int]) -> State:
