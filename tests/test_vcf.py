@@ -293,7 +293,11 @@ def test_the_ledger_report_marks_a_missed_and_a_lost_defence(tmp_path, capsys):
     assert vcf_report.main(["--ledger", str(ledger), "--candidate", "cand", "--lost"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "rapfi:1 white loss 9 stones: X5 U7"
-    assert out[1].startswith("1 games; with D 0, X 1, U 1, W 0")
+    assert out[1].startswith("1 games; with D 0, X 1, U 1, W 0; an X before the first U 1")
+    # The threats reader sees the same: the open three is a threat of threes too.
+    assert vcf_report.main(["--ledger", str(ledger), "--candidate", "cand", "--lost",
+                            "--reader", "vct"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].startswith("rapfi:1 white loss 9 stones: X5")
     assert vcf_report.main(["--ledger", str(ledger), "--candidate", "other"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "its players: cand" in err

@@ -1,6 +1,7 @@
-"""Read an outside ledger's games with the VCF reader (``agz_jax.game.vcf``): where a
-candidate faced a win by continuous fours, whether it stopped it, and how long
-the reading takes.
+"""Read an outside ledger's games with the VCF reader (``agz_jax.game.vcf``), or
+with ``--reader vct`` the VCT reader (``agz_jax.game.vct``: fours and threes):
+where a candidate faced a win by continuous fours (threats), whether it stopped
+it, and how long the reading takes.
 
     python -m experiments.play.vcf_report --ledger docs/outside/games.jsonl \\
         --candidate 'pbrain:default[--no-vcf]@1000ms' --lost
@@ -14,6 +15,11 @@ that stop every one) and the move played is marked:
 - ``X``: it faced a threat that a move would have stopped, and played another;
 - ``U``: it faced a threat no move stops (lost against best play);
 - ``W``: it had a VCF of its own (``vcf.solve``) and did not play its first four.
+
+With ``--reader vct`` the same marks are read with ``vct.solve`` and
+``vct.defences``: ``X`` is then a move after which the reader finds the
+opponent a win by threats, played where a move existed after which it finds
+none.
 
 The summary counts the games with each mark, and the reading's time per
 position (``vcf.solve``, then ``vcf.defences`` when there is no own win: what
@@ -32,8 +38,10 @@ import numpy as np
 
 
 def marks(moves: list[int], candidate_black: bool, size: int, rule: str,
-          times: list[float]) -> list[str]:
-    from agz_jax.game import vcf
+          times: list[float], reader: str = "vcf") -> list[str]:
+    import importlib
+
+    vcf = importlib.import_module(f"agz_jax.game.{reader}")
 
     me = 1 if candidate_black else -1
     board = np.zeros(size * size, np.int8)
@@ -61,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--candidate", required=True, help="the ledger's name of the player")
     p.add_argument("--opponent", default=None, help="only games against this one")
     p.add_argument("--lost", action="store_true", help="only the candidate's losses")
+    p.add_argument("--reader", choices=("vcf", "vct"), default="vcf",
+                   help="wins by continuous fours (default) or threats (fours and threes)")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="the first N games")
     args = p.parse_args(argv)
     try:
         lines = [json.loads(x) for x in args.ledger.read_text().splitlines() if x.strip()]
@@ -69,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     games = [x for x in lines if x["a"] == args.candidate
              and (args.opponent is None or x["b"] == args.opponent)
-             and (not args.lost or x["losses"] == 1)]
+             and (not args.lost or x["losses"] == 1)][:args.limit]
     if not games:
         names = sorted({x["a"] for x in lines})
         print(f"error: no games of {args.candidate!r} in {args.ledger}; its players: "
@@ -81,17 +92,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     times: list[float] = []
     counts = {k: 0 for k in "DXUW"}
+    missed = 0  # games with an X before their first U
     for x in games:
         o = x["outside"]
-        found = marks(o["moves"], o["a_black"], x["size"], x["rule"], times)
+        found = marks(o["moves"], o["a_black"], x["size"], x["rule"], times, args.reader)
         for k in counts:
             counts[k] += any(f.startswith(k) for f in found)
+        first_u = next((i for i, f in enumerate(found) if f[0] == "U"), len(found))
+        missed += any(f[0] == "X" for f in found[:first_u])
         result = "win" if x["wins"] else "loss" if x["losses"] else "draw"
         print(f"{x['b']} {'black' if o['a_black'] else 'white'} {result} "
               f"{len(o['moves'])} stones: {' '.join(found) or '-'}")
     t = np.asarray(times) * 1000
     print(f"{len(games)} games; with D {counts['D']}, X {counts['X']}, U {counts['U']}, "
-          f"W {counts['W']}; reading per position ({len(t)}): mean {t.mean():.1f} ms, "
+          f"W {counts['W']}; an X before the first U {missed}; reading per position ({len(t)}): mean {t.mean():.1f} ms, "
           f"99th percentile {np.percentile(t, 99):.0f} ms, max {t.max():.0f} ms")
     return 0
 
