@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{len(o['moves'])} stones: {' '.join(found) or '-'}")
     t = np.asarray(times) * 1000
     print(f"{len(games)} games; with D {counts['D']}, X {counts['X']}, U {counts['U']}, "
-          f"W {counts['W']}; an X before the first U {missed}; reading per position ({len(t)}): mean {t.mean():.1f} ms, "
+          f"W {counts['W']}; an X before the first U {missed}; "
+          f"reading per position ({len(t)}): mean {t.mean():.1f} ms, "
           f"99th percentile {np.percentile(t, 99):.0f} ms, max {t.max():.0f} ms")
     return 0
 
