@@ -93,11 +93,12 @@ def test_a_turn_onto_a_forbidden_point_is_refused_and_the_engine_never_plays_one
         reply = b.ask(f"TURN {theirs % SIZE},{theirs // SIZE}")
 
 
-def test_a_freestyle_model_refuses_renju(tmp_path):
-    cache = tmp_path / "cache"
+def test_a_freestyle_model_refuses_renju(tmp_path, tmp_path_factory):
+    cache = xla_cache_dir(tmp_path_factory)  # the freestyle brains' programs, compiled once
     b = Brain(random_model(tmp_path / "m", SIZE), cache)
     try:
-        assert b.ask("START 15", timeout=600) == "OK"
+        with compile_lock(cache):
+            assert b.ask("START 15", timeout=600) == "OK"
         b.send("INFO rule 4")
         reply = b.ask("BEGIN")
         assert reply.startswith("ERROR") and "renju" in reply and "freestyle" in reply, reply

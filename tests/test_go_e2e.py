@@ -27,6 +27,7 @@ from experiments.go import records as go_records
 pytestmark = pytest.mark.skipif(gtp.find_gnugo() is None, reason="gnugo is not installed")
 
 
+@pytest.mark.long
 def test_records_to_training_to_a_game_against_gnugo(tmp_path):
     records = tmp_path / "records"
     assert go_records.main(["--engine", "gnugo", "--size", "9", "--games", "4", "--level", "0",

@@ -56,6 +56,7 @@ def black_fouls(moves: np.ndarray, length: int) -> tuple[list, int]:
     return fouls, tested
 
 
+@pytest.mark.long
 def test_a_renju_ladder_end_to_end(tmp_path, renju_model, capsys, monkeypatch):
     """A renju net (mcts, 2 simulations) against random and mentor:0, 4 games
     each: two ledger lines on 9x9 renju, no foul in any game, the table and

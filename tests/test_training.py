@@ -105,6 +105,7 @@ def test_train_writes_the_run_resumes_it_and_logs_the_hooks_metrics(tmp_path):
     assert "nothing to do" in again.text
 
 
+@pytest.mark.long
 def test_train_stopped_keeps_its_checkpoint_and_resumes(tmp_path):
     run_dir = tmp_path / "run"
     config = tiny().replace(**{"eval.every": 0})
