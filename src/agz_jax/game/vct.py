@@ -71,13 +71,49 @@ def _opens_through(pos: vcf.Position, colour: int, m: int) -> bool:
     return False
 
 
+def _fives_after(pos: vcf.Position, colour: int, p: int, enough: int) -> int:
+    """How many five points ``colour`` would have after a stone on the empty
+    ``p`` (counted up to ``enough``), read from the window counts without
+    putting it: the other empty point of each window through ``p`` with three
+    of its stones and none of the other's, and the empty point of each window
+    with four that ``p`` is not in. Five or more wins (no exact-five rule)."""
+    cells, windows = pos.cells, pos.windows
+    own, other = pos.count[colour], pos.count[-colour]
+    found = set()
+    for w in pos.windows_of[p]:
+        if own[w] == 3 and other[w] == 0:
+            for q in windows[w]:
+                if q != p and cells[q] == 0:
+                    found.add(q)
+                    if len(found) >= enough:
+                        return enough
+    for w in pos.fours[colour]:
+        for q in windows[w]:
+            if cells[q] == 0 and q != p:
+                found.add(q)
+    return min(len(found), enough)
+
+
 def _opens(pos: vcf.Position, colour: int, p: int) -> bool:
     """Is the empty point ``p`` an open-four point of ``colour``?"""
     if pos.forbidden(p, colour):
         return False
-    pos.put(p, colour)
+    if not pos._exact(colour):
+        return _fives_after(pos, colour, p, 2) >= 2
+    pos.put(p, colour)  # exactly five: an overline is no five, read on the board
     try:
         return len(pos.five_points(colour)) >= 2
+    finally:
+        pos.take(p)
+
+
+def _makes_four(pos: vcf.Position, colour: int, p: int) -> bool:
+    """Would a stone ``colour`` on the empty ``p`` leave it a five point?"""
+    if not pos._exact(colour):
+        return _fives_after(pos, colour, p, 1) >= 1
+    pos.put(p, colour)
+    try:
+        return bool(pos.five_points(colour))
     finally:
         pos.take(p)
 
@@ -88,14 +124,8 @@ def threats(pos: vcf.Position, colour: int) -> tuple[list[int], list[int]]:
     fours, threes = [], []
     cells = pos.cells
     for p in sorted(pos.four_moves(colour)):
-        if pos.forbidden(p, colour):
-            continue
-        pos.put(p, colour)
-        try:
-            if pos.five_points(colour):
-                fours.append(p)
-        finally:
-            pos.take(p)
+        if not pos.forbidden(p, colour) and _makes_four(pos, colour, p):
+            fours.append(p)
     seen = set(fours)
     for w in pos.twos[colour] | pos.threes[colour]:
         for p in pos.windows[w]:
