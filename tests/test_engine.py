@@ -12,7 +12,7 @@ from tiny_models import random_model
 
 from agz_jax.game import symmetry
 from agz_jax.nets import models
-from agz_jax.play import engine
+from agz_jax.play import engine, readings
 
 SIZE = 9
 CAPACITY = 64
@@ -170,9 +170,9 @@ def test_the_vct_reading_plays_its_own_win_and_leaves_a_losing_move(eng):
         assert vct.solve(after, 1, SIZE) is None
         visits = np.zeros(SIZE * SIZE)
         visits[far], visits[stop] = 10.0, 5.0
-        assert eng._avoid_threats(rules, board, 1, visits, far, 0.0, None) == stop
+        assert readings.avoid_threats(board, 1, SIZE, rules.rule, visits, far, 1.0) == stop
         visits[stop] = 0.0  # nothing else searched: the search's own move stays
-        assert eng._avoid_threats(rules, board, 1, visits, far, 0.0, None) == far
+        assert readings.avoid_threats(board, 1, SIZE, rules.rule, visits, far, 1.0) == far
         a = eng.analyse(rules, state, simulations=16)
         after = board.copy()
         after[a.action] = -1

@@ -80,11 +80,12 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from agz_jax.game import symmetry, tactics, vcf, vct
+from agz_jax.game import symmetry, tactics
 from agz_jax.game.gomoku import Rules, State, played_at_from_last, stone
-from agz_jax.game.renju import foul_code
 from agz_jax.nets import features
 from agz_jax.nets.models import Model
+from agz_jax.play import readings
+from agz_jax.play.readings import VCF_SHARE, VCF_UNTIMED_S, VCT_SHARE, VCT_UNTIMED_S
 from agz_jax.search import mctx_loop
 from agz_jax.search import searcher as search
 
@@ -108,26 +109,6 @@ for self-play's exploration. Chosen by measurement against Rapfi at 1 s a
 move (docs/outside.md, "The play-time c_puct"): a lower constant reads the
 likelier lines deeper (against ``rapfi:10000``, 1.5 scored
 0.66 over 80 games, 1 0.575 over 40, 2.5 0.55 and 5 0.37 over 80)."""
-
-
-VCF_SHARE = 0.3
-"""The share of a timed move's budget the VCF reading (``Engine(vcf=True)``)
-may take; past it the move is searched without it."""
-VCF_UNTIMED_S = 1.0
-"""The VCF reading's time limit for a move without a deadline (under renju,
-where each black four asks ``renju.foul_code``, a reading can otherwise run
-for tens of seconds)."""
-
-
-VCT_SHARE = 0.25
-"""The share of a timed move's budget kept, with ``Engine(vct=True)``, for
-the VCT reading after the search (``agz_jax.game.vct``): the most visited
-moves are read in turn, and the first after which the opponent has no win by
-continuous threats is played."""
-VCT_UNTIMED_S = 1.0
-"""The VCT readings' time limit for a move without a deadline."""
-VCT_CANDIDATES = 6
-"""The most visited moves the VCT reading reads after the search, at most."""
 
 
 class Analysis(NamedTuple):
@@ -319,8 +300,8 @@ class Engine:
       vct: read victories by continuous threats (fours and threes,
         ``agz_jax.game.vct``): before the search, play one's own; after it,
         play the most visited move after which the opponent has none found
-        (of the ``VCT_CANDIDATES`` most visited; ``VCT_SHARE`` of a timed
-        move is kept for it).
+        (of the ``readings.VCT_CANDIDATES`` most visited; ``VCT_SHARE`` of a
+        timed move is kept for it).
       threads: T >= 1 trees of the root searched at once, one a host thread,
         tree ``i`` under the board's symmetry ``i`` (root parallelism; PUCT
         only); their root visits are summed.
@@ -591,9 +572,11 @@ class Engine:
         if not allowed.any():  # unreachable: the tiers keep legal moves
             allowed = legal
         line = defended = None
+        # The readings' shares of the move: of the time left on the engine's clock.
+        share = VCF_UNTIMED_S if deadline is None else VCF_SHARE * max(0.0, deadline - t0)
         if self.vcf and not wins.any():
-            line, defended = self._read_fours(rules, board, to_play, t0, deadline,
-                                              defend=not blocks.any())
+            line, defended = readings.read_fours(board, to_play, self.size, rules.rule, share,
+                                                 defend=not blocks.any())
             if defended is not None and (allowed & defended).any():
                 allowed = allowed & defended
             else:
@@ -611,7 +594,8 @@ class Engine:
 
         reason = "vcf"
         if self.vct and line is None and not blocks.any() and not wins.any():
-            line = self._read_threats(rules, board, to_play, t0, deadline)
+            line = readings.read_threats(board, to_play, self.size, rules.rule,
+                                         VCT_UNTIMED_S if deadline is None else share / 2)
             reason = "vct"
         if line is not None:  # our own VCF (or VCT): its first move, no search needed
             action = line[0]
@@ -665,7 +649,10 @@ class Engine:
             reason = ("defend" if defended is not None else
                       "block" if blocks.any() and not wins.any() else "search")
             if self.vct:
-                safe = self._avoid_threats(rules, board, to_play, visits, action, t0, deadline)
+                left = (VCT_UNTIMED_S if deadline is None
+                        else max(0.0, deadline - self.clock()))
+                safe = readings.avoid_threats(board, to_play, self.size, rules.rule, visits,
+                                              action, left)
                 if safe != action:
                     action, reason = safe, "avoid"
             for t in trees:
@@ -723,83 +710,6 @@ class Engine:
                       float(value), symmetry.untransform_policy(q.astype(np.float64), lane, size),
                       int(symmetry.permutations(size)[lane][int(action)]), start.prior, done,
                       start.kept)
-
-    def _read_threats(self, rules: Rules, board: np.ndarray, to_play: int, t0: float,
-                      deadline: float | None) -> list[int] | None:
-        """The side to move's VCT (``vct.solve``), or None (none found, or
-        out of the reading's time: half the VCF reading's share)."""
-        share = VCT_UNTIMED_S if deadline is None else VCF_SHARE * max(0.0, deadline - t0)
-        try:
-            return vct.solve(board, 1 if to_play == 0 else -1, self.size, rules.rule,
-                             is_forbidden=_forbidden(rules),
-                             deadline=time.perf_counter() + share / 2)
-        except vct.OutOfTime:
-            return None
-
-    def _avoid_threats(self, rules: Rules, board: np.ndarray, to_play: int,
-                       visits: np.ndarray, action: int, t0: float,
-                       deadline: float | None) -> int:
-        """The first of the ``VCT_CANDIDATES`` most visited moves (``action``
-        first) after which the opponent has no VCT found; ``action`` when every
-        one read has, or when the time (until ``deadline``, or
-        ``VCT_UNTIMED_S``) runs out first: then the move being read."""
-        me = 1 if to_play == 0 else -1
-        until = time.perf_counter() + (VCT_UNTIMED_S if deadline is None
-                                       else max(0.0, deadline - self.clock()))
-        order = [action] + [int(a) for a in np.argsort(-visits, kind="stable")
-                            if a != action and visits[a] > 0]
-        after = np.array(board)
-        for move in order[:VCT_CANDIDATES]:
-            after[move] = me
-            try:
-                threat = vct.solve(after, -me, self.size, rules.rule,
-                                   is_forbidden=_forbidden(rules), deadline=until)
-            except vct.OutOfTime:
-                return move
-            finally:
-                after[move] = 0
-            if threat is None:
-                return move
-        return action
-
-    def _read_fours(self, rules: Rules, board: np.ndarray, to_play: int, t0: float,
-                    deadline: float | None, defend: bool = True):
-        """(line, defended): the side to move's VCF (``vcf.solve``) or None; and
-        when it has none and the opponent has one, bool[A] of the moves that
-        stop every opponent VCF (``vcf.defences``), None when there is no such
-        threat, nothing stops it, or the reading ran out of time (at most
-        ``VCF_SHARE`` of the move's time, ``VCF_UNTIMED_S`` without a
-        deadline). ``defend`` False: the own VCF only (facing a
-        five, the block is the one defence)."""
-        me = 1 if to_play == 0 else -1
-        forbidden = _forbidden(rules)
-        # On the engine's clock, converted to perf_counter's.
-        share = VCF_UNTIMED_S if deadline is None else VCF_SHARE * max(0.0, deadline - t0)
-        until = time.perf_counter() + share
-        try:
-            line = vcf.solve(board, me, self.size, rules.rule, is_forbidden=forbidden,
-                             deadline=until)
-            if line is not None or not defend:
-                return line, None
-            found = vcf.defences(board, me, self.size, rules.rule, is_forbidden=forbidden,
-                                 deadline=until)
-        except vcf.OutOfTime:
-            return None, None
-        if found is None or not found[0]:
-            return None, None
-        defended = np.zeros(self.num_actions, bool)
-        defended[found[0]] = True
-        return None, defended
-
-
-def _forbidden(rules: Rules):
-    """The readers' ``is_forbidden`` callback under renju, else None."""
-    if rules.rule != "renju":
-        return None
-
-    def forbidden(cells, p):
-        return foul_code(np.asarray(cells, np.int8), p) != 0
-    return forbidden
 
 
 def _after(rules: Rules, state: State, moves: list[int]) -> State:
