@@ -283,7 +283,9 @@ def defences(board, me: int, size: int, rule: str = "freestyle", *, nodes: int =
     (a four of ``me`` read with its forced block and the opponent then to move,
     as ``vcf.defences`` does), and the line it had; None when it has none
     found. The candidates are the empty points of every window through the
-    line's points, and ``me``'s fours and threes; ``moves`` may be empty."""
+    line's points, and ``me``'s fours and threes; ``moves`` may be empty.
+    "None found" includes a reading cut off by its node budget, so ``moves``
+    may hold moves that still lose."""
     budget = dict(nodes=nodes, depth=depth, deadline=deadline)
     pos = vcf.Position(board, size, rule, is_forbidden)
     line = solve_position(pos, -me, **budget)
