@@ -94,28 +94,22 @@ def _fives_after(pos: vcf.Position, colour: int, p: int, enough: int) -> int:
     return min(len(found), enough)
 
 
-def _opens(pos: vcf.Position, colour: int, p: int) -> bool:
-    """Is the empty point ``p`` an open-four point of ``colour``?"""
-    if pos.forbidden(p, colour):
-        return False
+def _leaves_fives(pos: vcf.Position, colour: int, p: int, n: int) -> bool:
+    """Would a stone ``colour`` on the empty ``p`` leave it ``n`` or more five
+    points? From the window counts, or under an exactly-five rule (where an
+    overline is no five) read on the board."""
     if not pos._exact(colour):
-        return _fives_after(pos, colour, p, 2) >= 2
-    pos.put(p, colour)  # exactly five: an overline is no five, read on the board
-    try:
-        return len(pos.five_points(colour)) >= 2
-    finally:
-        pos.take(p)
-
-
-def _makes_four(pos: vcf.Position, colour: int, p: int) -> bool:
-    """Would a stone ``colour`` on the empty ``p`` leave it a five point?"""
-    if not pos._exact(colour):
-        return _fives_after(pos, colour, p, 1) >= 1
+        return _fives_after(pos, colour, p, n) >= n
     pos.put(p, colour)
     try:
-        return bool(pos.five_points(colour))
+        return len(pos.five_points(colour)) >= n
     finally:
         pos.take(p)
+
+
+def _opens(pos: vcf.Position, colour: int, p: int) -> bool:
+    """Is the empty point ``p`` an open-four point of ``colour``?"""
+    return not pos.forbidden(p, colour) and _leaves_fives(pos, colour, p, 2)
 
 
 def threats(pos: vcf.Position, colour: int) -> tuple[list[int], list[int]]:
@@ -124,7 +118,7 @@ def threats(pos: vcf.Position, colour: int) -> tuple[list[int], list[int]]:
     fours, threes = [], []
     cells = pos.cells
     for p in sorted(pos.four_moves(colour)):
-        if not pos.forbidden(p, colour) and _makes_four(pos, colour, p):
+        if not pos.forbidden(p, colour) and _leaves_fives(pos, colour, p, 1):
             fours.append(p)
     seen = set(fours)
     for w in pos.twos[colour] | pos.threes[colour]:
