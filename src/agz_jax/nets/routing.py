@@ -89,7 +89,8 @@ def by_colour(apply: Apply, variables: Any, obs: jax.Array, to_play: jax.Array,
     (``to_play`` int32[B], 0 black, 1 white), as ``plain`` gives, at the cost
     of about one net on the batch (see the module docstring).
 
-    ``variables``: both nets' variables, stacked ``[2, ...]``. ``blocks``: the
+    ``variables``: both nets' variables, stacked ``[2, ...]`` or ``PerNet``
+    (``networks.split``, which a loop should be given). ``blocks``: the
     batch is routed in this many equal blocks (the devices it is split over);
     1 when ``B`` is not a multiple of it.
     """
@@ -110,7 +111,32 @@ def by_colour(apply: Apply, variables: Any, obs: jax.Array, to_play: jax.Array,
     return route(variables, obs, to_play)
 
 
+@jax.tree_util.register_pytree_node_class
+class PerNet:
+    """Each net's variables, one after another (``networks.split``), where
+    stacked variables hold them on a leading axis."""
+
+    def __init__(self, nets):
+        self.nets = tuple(nets)
+
+    def __getitem__(self, n: int) -> Any:
+        return self.nets[n]
+
+    def __len__(self) -> int:
+        return len(self.nets)
+
+    def tree_flatten(self):
+        return self.nets, None
+
+    @classmethod
+    def tree_unflatten(cls, _, nets):
+        return cls(nets)
+
+
 def _net(variables: Any, n) -> Any:
+    """Net ``n``'s variables, from stacked ones or from ``PerNet``."""
+    if isinstance(variables, PerNet):
+        return variables[n]
     return jax.tree.map(lambda v: v[n], variables)
 
 
@@ -119,6 +145,10 @@ def _route(apply: Apply, variables: Any, obs: jax.Array, to_play: jax.Array, blo
     block = size // blocks
 
     def one_colour(obs, to_play):
+        if isinstance(variables, PerNet):  # each net in a branch of its own: no weights copied
+            nets = [lambda obs, to_play, n=n: apply(variables[n], obs, to_play)
+                    for n in range(len(variables))]
+            return jax.lax.switch(to_play[0], nets, obs, to_play)
         return apply(_net(variables, to_play[0]), obs, to_play)
 
     def routed(k: int):

@@ -44,7 +44,7 @@ import mctx
 from agz_jax.config.sections import DecayConfig, SearchConfig, SelfPlayConfig
 from agz_jax.game.gomoku import Rules, State, stone
 from agz_jax.game.tactics import search_moves, threat_value
-from agz_jax.nets.networks import Networks, cast_params
+from agz_jax.nets.networks import Networks, cast_params, split
 from agz_jax.search.mctx_loop import (
     continue_tree,
     gumbel_result,
@@ -317,7 +317,7 @@ class Searcher:
                              "would disturb Gumbel's sequential halving")
         capacity = tree.node_visits.shape[1] - 1
         root_selection, interior_selection = self.selection(num_simulations or capacity)
-        return continue_tree(self.cast(variables), key, tree,
+        return continue_tree(split(self.cast(variables)), key, tree,
                              recurrent_fn=self.recurrent_fn(),
                              root_action_selection_fn=root_selection,
                              interior_action_selection_fn=interior_selection, until=until,
