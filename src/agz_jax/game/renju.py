@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from agz_jax.base import compaction
 from agz_jax.game.lines import line_window_table, with_off_board
 
 EMPTY, BLACK, OTHER = 0, 1, 2
@@ -189,7 +190,7 @@ def forbidden(board: jax.Array, depth: int = DEPTH, candidates: int = CANDIDATES
     if depth == 0:
         return simple | maybe
     k = min(candidates, a)
-    _, slots = jax.lax.top_k(maybe.astype(jnp.int32), k)
+    slots = compaction.first_true(maybe, k)
     read = jax.vmap(lambda p: _point(padded, windows, p, depth, judge=judge))(slots)
     checked = jnp.zeros(a, bool).at[slots].set(True)
     exact = jnp.zeros(a, bool).at[slots].set(read)

@@ -74,8 +74,8 @@ def _checked_answers(rules: Rules, board: jax.Array, me: jax.Array, mine: jax.Ar
 
     n_t = min(threats_checked, board.shape[0])
     n_p = min(ANSWER_CANDIDATES, board.shape[0])
-    _, t = jax.lax.top_k(threats.astype(jnp.int32), n_t)
-    _, p = jax.lax.top_k(candidates.astype(jnp.int32), n_p)
+    t = compaction.first_true(threats, n_t)
+    p = compaction.first_true(candidates, n_p)
     windows = jnp.asarray(line_window_table(rules.size, half))[t]  # [n_t, 4, 2 * half + 1]
     padded = with_off_board(board)
     lines = jnp.where(windows == p[:, None, None, None], me.astype(board.dtype),
@@ -130,7 +130,7 @@ def four_three_points(rules: Rules, board: jax.Array, who: jax.Array,
     """
     fours = rules.new_five_points(board, who) if fours is None else fours
     n = min(FOUR_POINTS_CHECKED, board.shape[0])
-    _, q = jax.lax.top_k((fours >= 1).astype(jnp.int32), n)
+    q = compaction.first_true(fours >= 1, n)
     window = jnp.asarray(line_window_table(rules.size, 9))[q]  # [n, 4, 19]
     padded = with_off_board(board)
     hit = (fours[q] >= 1) & four_three_lines(rules, padded[window], who)
@@ -192,7 +192,7 @@ def threat_value(rules: Rules, board: jax.Array, me: jax.Array, gamma: float
     four_threes = jnp.any(four_three_points(rules, board, me, mine))
 
     n = min(FOURS_READ, board.shape[0])
-    _, f = jax.lax.top_k((mine == 1).astype(jnp.int32), n)
+    f = compaction.first_true(mine == 1, n)
     rows = jnp.arange(n)
     after_four = jnp.broadcast_to(board, (n, *board.shape)).at[rows, f].set(
         me.astype(board.dtype))
