@@ -726,3 +726,15 @@ def test_window_five_count_table_matches_a_plain_count(rule):
             want = [sum(_plain_window_count(list(w), me, rule) for w in lines) for lines in vals]
             np.testing.assert_array_equal(got, want)
     assert np.max(got) >= 2
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.lists(st.booleans(), min_size=5, max_size=5), min_size=1, max_size=8))
+def test_leading_run_is_the_cumprod_count(rows):
+    """The run length a five is read from counts the leading Trues, as
+    ``cumprod(...).sum(-1)`` does."""
+    from agz_jax.game.gomoku import _leading_run
+
+    same = jnp.asarray(rows)
+    want = [next((i for i, b in enumerate(r) if not b), len(r)) for r in rows]
+    assert np.asarray(_leading_run(same)).tolist() == want

@@ -171,3 +171,44 @@ def test_inside_a_cond_vmapped_with_a_batched_predicate():
     out = jax.jit(jax.vmap(f))(np.asarray([True, True]), obs, to_play)
     for row in range(2):
         check((out[0][row], out[1][row]), to_play[row])
+
+
+def per_net(variables):
+    return routing.PerNet(jax.tree.map(lambda v, n=n: v[n], variables) for n in range(2))
+
+
+@pytest.mark.parametrize(("size", "blocks"), [(1, 1), (2, 1), (7, 1), (16, 4)])
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_each_nets_own_variables_route_as_the_stacked_ones(size, blocks, data):
+    """``PerNet`` (``networks.split``: each net's variables, which a search's
+    loop is given so that no weights are copied per evaluation) gives every
+    position its own colour's net, as stacked variables do."""
+    whites = data.draw(st.integers(0, size))
+    to_play = np.asarray(data.draw(st.permutations([1] * whites + [0] * (size - whites))),
+                         np.int32)
+    obs, to_play = inputs(to_play)
+    got = jax.jit(lambda obs, tp: routing.by_colour(marked, per_net(NETS), obs, tp,
+                                                    blocks=blocks))(obs, to_play)
+    check(got, to_play)
+
+
+@pytest.mark.parametrize("whites", [0, 1, 6])
+def test_real_nets_split_equal_the_stacked_ones(whites):
+    from agz_jax.nets.networks import split, unstack
+
+    nets, variables = small_networks(2)
+    obs = random_obs(11, 6, 5)
+    to_play = np.zeros(6, np.int32)
+    to_play[np.random.default_rng(whites).permutation(6)[:whites]] = 1
+    pieces = split(variables)
+    assert isinstance(pieces, routing.PerNet) and len(pieces) == 2 and split(pieces) is pieces
+    for got, want in zip(jax.tree.leaves(pieces[1]), jax.tree.leaves(unstack(variables, 1)),
+                         strict=True):
+        np.testing.assert_array_equal(got, want)
+    stacked = jax.jit(nets.evaluate)(variables, obs, to_play)
+    each = jax.jit(nets.evaluate)(pieces, obs, to_play)
+    for got, want in zip(each, stacked, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    one = jax.jit(lambda v, o, t: nets.evaluate(v, o, t, dtype=jnp.bfloat16))(pieces, obs, to_play)
+    assert one[0].dtype == jnp.float32 and one[0].shape == stacked[0].shape

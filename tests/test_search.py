@@ -1366,3 +1366,22 @@ def test_greedy_ties_survive_float32_rounding():
     visits = jnp.full((1, 3), 1.0)
     prior = jnp.array([[0.0150, 0.0151, 0.0149]])
     assert search.greedy(visits, jnp.ones((1, 3), bool), prior).tolist() == [1]
+
+
+def test_puct_selection_breaks_exact_ties_to_the_lowest_action_whatever_the_key():
+    """PUCT draws no tie-break noise: with equal priors at a fresh node every
+    score ties and the lowest legal action is taken, for any key; a stone on it
+    moves the choice to the next point."""
+    rules = Rules(5)
+    state = jax.tree.map(lambda x: x[None], rules.init())
+    root = mctx.RootFnOutput(prior_logits=jnp.zeros((1, 25)), value=jnp.zeros(1),
+                             embedding=state)
+    tree = mctx_loop.start_tree(root, 4)
+    select = jax.jit(lambda key, tree: search.puct_action_selection(
+        key, jax.tree.map(lambda x: x[0], tree), 0, 0, c_puct=1.5,
+        qtransform=search.raw_qvalues))
+    picks = {int(select(jax.random.PRNGKey(k), tree)) for k in range(8)}
+    assert picks == {0}
+    taken = state._replace(board=state.board.at[0, 0].set(1))
+    tree = mctx_loop.start_tree(root.replace(embedding=taken), 4)
+    assert int(select(jax.random.PRNGKey(0), tree)) == 1
