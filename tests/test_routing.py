@@ -193,8 +193,7 @@ def test_each_nets_own_variables_route_as_the_stacked_ones(size, blocks, data):
     check(got, to_play)
 
 
-@pytest.mark.parametrize("whites", [0, 1, 6])
-def test_real_nets_split_equal_the_stacked_ones(whites):
+def test_real_nets_split_equal_the_stacked_ones(whites=2):
     from agz_jax.nets.networks import split, unstack
 
     nets, variables = small_networks(2)
