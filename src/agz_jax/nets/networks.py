@@ -327,9 +327,7 @@ def cast_params(variables: Variables, dtype: Any) -> Variables:
 def unstack(variables: Variables, n: int) -> Variables:
     """The variables of net ``n``: from stacked ``[num_nets, ...]`` variables, or
     from each net's (``split``)."""
-    if isinstance(variables, routing.PerNet):
-        return variables[n]
-    return jax.tree.map(lambda v: v[n], variables)
+    return routing.net_variables(variables, n)
 
 
 def split(variables: Variables) -> routing.PerNet:

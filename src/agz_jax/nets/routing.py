@@ -64,8 +64,8 @@ def capacities(block: int) -> tuple[int, ...]:
 
 def plain(apply: Apply, variables: Any, obs: jax.Array, to_play: jax.Array):
     """Both nets on every position, each position's own net's output selected."""
-    black = apply(_net(variables, 0), obs, to_play)
-    white = apply(_net(variables, 1), obs, to_play)
+    black = apply(net_variables(variables, 0), obs, to_play)
+    white = apply(net_variables(variables, 1), obs, to_play)
     is_white = to_play == 1
     return (jnp.where(is_white[:, None], white[0], black[0]),
             jnp.where(is_white, white[1], black[1]))
@@ -133,8 +133,9 @@ class PerNet:
         return cls(nets)
 
 
-def _net(variables: Any, n) -> Any:
-    """Net ``n``'s variables, from stacked ones or from ``PerNet``."""
+def net_variables(variables: Any, n) -> Any:
+    """Net ``n``'s variables, from stacked ``[num_nets, ...]`` ones or from
+    ``PerNet`` (``networks.unstack``)."""
     if isinstance(variables, PerNet):
         return variables[n]
     return jax.tree.map(lambda v: v[n], variables)
@@ -149,7 +150,7 @@ def _route(apply: Apply, variables: Any, obs: jax.Array, to_play: jax.Array, blo
             nets = [lambda obs, to_play, n=n: apply(variables[n], obs, to_play)
                     for n in range(len(variables))]
             return jax.lax.switch(to_play[0], nets, obs, to_play)
-        return apply(_net(variables, to_play[0]), obs, to_play)
+        return apply(net_variables(variables, to_play[0]), obs, to_play)
 
     def routed(k: int):
         def run(obs, to_play):
@@ -160,8 +161,9 @@ def _route(apply: Apply, variables: Any, obs: jax.Array, to_play: jax.Array, blo
                 split(x), order.reshape(blocks, block, *([1] * (x.ndim - 1))), axis=1)
             obs_s, tp_s = take(obs), take(to_play)
             window = lambda x, lo: x[:, lo:lo + k].reshape(blocks * k, *x.shape[2:])  # noqa: E731
-            black = apply(_net(variables, 0), window(obs_s, 0), window(tp_s, 0))
-            white = apply(_net(variables, 1), window(obs_s, block - k), window(tp_s, block - k))
+            black = apply(net_variables(variables, 0), window(obs_s, 0), window(tp_s, 0))
+            white = apply(net_variables(variables, 1), window(obs_s, block - k),
+                          window(tp_s, block - k))
             # Sorted position j of a block is black's for j < its black count.
             j = jnp.arange(block)
             blacks = block - jnp.sum(is_white, axis=1, keepdims=True)
