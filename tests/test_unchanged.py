@@ -16,7 +16,7 @@ The tolerance is set from measurement: the largest difference between XLA:CPU
 at optimisation level 0 (the suite's, ``tests/conftest.py``) and at XLA's
 default level, over every float these cases produce, is ``MEASURED_DRIFT``
 (``AGZ_JAX_TEST_XLA_DEFAULT=1 python tests/test_unchanged.py --drift`` prints
-it again). The tolerance, ``ATOL`` = ``RTOL`` = 1e-4, is about 150 times that,
+it again). The tolerance, ``ATOL`` = ``RTOL`` = 1e-4, is about 110 times that,
 and ``test_a_real_change_fails`` shows that a change of one part in a thousand
 in the net's weights, far below anything a refactor could do by accident,
 exceeds it. A change that alters what the code computes fails here; a
@@ -55,10 +55,13 @@ DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "unchanged.json"
 GOLDEN_FLOATS = DATA / "unchanged.npz"
 
-# The largest |difference| between XLA:CPU levels 0 and default over every
-# float output below, measured on an AMD EPYC (family 26) with jax 0.10.2
-# (``python tests/test_unchanged.py --drift``).
-MEASURED_DRIFT = 6.6e-7  # Gumbel's improved policy; values and Q-values: < 1e-8
+# The largest |difference| between the suite's XLA:CPU settings (level 0, the
+# older fusion emitters) and XLA's defaults over every float output below,
+# against floats recorded on an AMD EPYC (family 26) with jax 0.10.2
+# (``AGZ_JAX_TEST_XLA_DEFAULT=1 python tests/test_unchanged.py --drift``): 6.6e-7
+# there; 8.9e-7 on an Intel Xeon (family 6, model 167; 2026-11-29), where the
+# suite's own settings reproduce the recorded floats exactly.
+MEASURED_DRIFT = 8.9e-7  # Gumbel's improved policy; values and Q-values: < 1e-7
 ATOL = 1e-4
 RTOL = 1e-4
 
