@@ -19,7 +19,9 @@ from pathlib import Path
 # suite's CPU time; the older emitters then took about 40% off the time spent
 # compiling (the two slowest tests, 2026-11-29: 15.4 s of compiling down to
 # 8.7 s). Subprocesses inherit both, so every number a test compares is
-# computed the same way. AGZ_JAX_TEST_XLA_DEFAULT=1 keeps XLA's defaults
+# computed the same way. The few programs whose running dominates a test (renju's
+# deep readings, Go's ladder planes) take level 1 (tiny_models.heavy_jit).
+# AGZ_JAX_TEST_XLA_DEFAULT=1 keeps XLA's defaults
 # (tests/test_unchanged.py keeps hashes for both).
 TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 if not os.environ.get("AGZ_JAX_TEST_XLA_DEFAULT"):

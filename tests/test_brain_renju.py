@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_brain import SIZE, Brain, board_cmd, parse_move
-from tiny_models import compile_lock, random_model, xla_cache_dir
+from tiny_models import compile_lock, random_model, renju_fouls, xla_cache_dir
 
 from agz_jax.game import renju
 from agz_jax.game.gomoku import Rules
@@ -68,7 +68,7 @@ def test_a_turn_onto_a_forbidden_point_is_refused_and_the_engine_never_plays_one
     ours = parse_move(board_cmd(b, stones))  # we are white
     board = board_of(stones, black_field=2)
     board[ours] = -1
-    forbidden = np.flatnonzero([renju.foul_code(board, p) for p in range(SIZE * SIZE)])
+    forbidden = np.flatnonzero(renju_fouls(board))
     assert forbidden.size, "the double three at 7,5 is gone only if white took 7,5 or a neighbour"
     p = int(forbidden[0])
     reply = b.ask(f"TURN {p % SIZE},{p // SIZE}")

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiny_models import heavy_jit
 
 from agz_jax.go import features as F
 from agz_jax.go import rules as R
@@ -24,7 +25,7 @@ BATCH = {9: 8, 19: 2}
 
 @functools.cache
 def planes_fn(rules: Rules):
-    return jax.jit(jax.vmap(functools.partial(F.features, rules)))
+    return heavy_jit(jax.vmap(functools.partial(F.features, rules)))  # ladders: deep loops
 
 
 def planes(rules: Rules, *states) -> np.ndarray:

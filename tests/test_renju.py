@@ -4,18 +4,21 @@ package ``renju``, a port of the Piskvork judge)."""
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from tiny_models import heavy_jit
 
 from agz_jax.game import renju, renju_check
 from agz_jax.game.gomoku import BLACK, WHITE, Rules
 
 SIZE = 15
-FORBIDDEN = jax.jit(renju.forbidden, static_argnums=(1, 2, 3))
-FOUL = jax.jit(renju.foul, static_argnums=2)
-FORBIDDEN_AT = jax.jit(renju.forbidden_at, static_argnums=2)
+FORBIDDEN = heavy_jit(renju.forbidden, static_argnums=(1, 2, 3))
+FOUL = heavy_jit(renju.foul, static_argnums=2)
+FORBIDDEN_AT = heavy_jit(renju.forbidden_at, static_argnums=2)
 
 # Each diagram is laid from (3, 3); ``*`` is the point black would play.
 TEXTBOOK = {
@@ -165,31 +168,39 @@ def test_line_table_against_a_plain_reading():
         assert table["fours"][index] == len(fives) - straight
 
 
+@functools.cache
+def heavy_reader(depth: int, candidates: int, judge: bool):
+    """``renju_check``'s reader of many boards, compiled at ``heavy_jit``'s level."""
+    return heavy_jit(jax.vmap(lambda b: renju.forbidden(b, depth, candidates, judge)))
+
+
 @pytest.mark.parametrize("generator", renju_check.GENERATORS)
-def test_agrees_with_the_referee_on_a_fixed_sample(generator):
+def test_agrees_with_the_referee_on_a_fixed_sample(generator, monkeypatch):
     """Read as the referee reads (``judge``) and deep enough, every point agrees;
     with the rule text, the only differences are the referee's known one."""
+    monkeypatch.setattr(renju_check, "_reader", heavy_reader)
     boards = list(renju_check.boards(generator, seed=3, count=40))
-    judged = renju_check.compare(boards, depth=3, candidates=32, judge=True)
+    verdicts = renju_check.referee_verdicts(boards, SIZE)  # the referee reads once
+    judged = renju_check.compare(boards, depth=3, candidates=32, judge=True, verdicts=verdicts)
     assert judged.points > 1000 and judged.disagreements == [], judged.as_dict()
-    ours = renju_check.compare(boards, depth=3, candidates=32).as_dict()
-    assert ours["unexplained"] == 0, ours
+    ours = renju_check.compare(boards, depth=3, candidates=32, verdicts=verdicts)
+    assert ours.as_dict()["unexplained"] == 0, ours.as_dict()
     assert all(not d["ours"] or d["referee"] == "none"  # the rule text forbids more
-               for d in renju_check.compare(boards, depth=3, candidates=32).disagreements)
+               for d in ours.disagreements)
 
 
 def test_the_search_depth_errs_only_towards_forbidding():
     """At the default (even) depth a point the mask allows is always allowed:
     black never plays a forbidden move, it may pass over a rare legal one."""
     boards = jnp.asarray(np.stack(list(renju_check.boards("dense_boards", seed=4, count=60))))
-    default = jax.jit(jax.vmap(renju.forbidden))(boards)
-    deep = jax.jit(jax.vmap(lambda b: renju.forbidden(b, 3, 64)))(boards)
+    default = heavy_jit(jax.vmap(renju.forbidden))(boards)
+    deep = heavy_jit(jax.vmap(lambda b: renju.forbidden(b, 3, 64)))(boards)
     assert not bool(jnp.any(deep & ~default))
 
 
 RULES = Rules(SIZE, "renju")
-LEGAL = jax.jit(RULES.legal_mask)
-STEP = jax.jit(RULES.step)
+LEGAL = heavy_jit(RULES.legal_mask)
+STEP = heavy_jit(RULES.step)
 
 
 def test_the_legal_mask_leaves_out_black_forbidden_points_only():
@@ -229,7 +240,7 @@ def test_random_games_never_play_a_forbidden_point():
             return RULES.step(state, a), (state.board, a, state.to_play, jnp.any(legal))
         _, out = jax.lax.scan(body, RULES.init(), jax.random.split(key, 60))
         return out
-    boards, actions, to_play, any_legal = jax.jit(jax.vmap(play))(
+    boards, actions, to_play, any_legal = heavy_jit(jax.vmap(play))(
         jax.random.split(jax.random.PRNGKey(0), 4))
     checked = 0
     for g in range(4):
@@ -292,7 +303,7 @@ def test_a_referee_under_renju_gives_black_the_loss_for_a_forbidden_move():
 def test_the_mentor_under_renju_never_plays_a_forbidden_point():
     from agz_jax.game.mentor import Mentor
     boards = np.stack([b for b in renju_check.boards("line_boards", seed=9, count=40)])
-    forbidden = np.asarray(jax.jit(jax.vmap(renju.forbidden))(jnp.asarray(boards)))
+    forbidden = np.asarray(heavy_jit(jax.vmap(renju.forbidden))(jnp.asarray(boards)))
     keep = forbidden.any(axis=1)
     boards = jnp.asarray(boards[keep][:16])
     states = jax.vmap(lambda b: RULES.init()._replace(board=b, num_moves=jnp.sum(b != 0)))(boards)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import itertools
 import unittest.mock
 
@@ -755,22 +756,30 @@ def on_line(q: int, d: int, k: int) -> int | None:
     return rr * SIZE + cc if 0 <= rr < SIZE and 0 <= cc < SIZE else None
 
 
+@functools.cache
+def line_through(q: int, d: int) -> dict[int, int]:
+    """The points of line ``d`` through ``q``, by their steps from ``q``."""
+    return {k: p for k in range(-SIZE, SIZE + 1) if (p := on_line(q, d, k)) is not None}
+
+
 def line_fives(board, q: int, d: int, stone: int) -> int:
     """With ``stone`` on ``q``: the empty points within 4 of it on line ``d``
     where a second stone makes a run of five or more through both."""
+    line = line_through(q, d)
     count = 0
     for k in (-4, -3, -2, -1, 1, 2, 3, 4):
-        f = on_line(q, d, k)
+        f = line.get(k)
         if f is None or board[f] != 0:
             continue
-        b = np.array(board)
-        b[q] = b[f] = stone
+
+        def cell(j, k=k):  # the board with stones on q and f; None off the board
+            return stone if j in (0, k) else board[line[j]] if j in line else None
         lo, hi = min(0, k), max(0, k)
-        while on_line(q, d, lo - 1) is not None and b[on_line(q, d, lo - 1)] == stone:
+        while cell(lo - 1) == stone:
             lo -= 1
-        while on_line(q, d, hi + 1) is not None and b[on_line(q, d, hi + 1)] == stone:
+        while cell(hi + 1) == stone:
             hi += 1
-        inside = all(b[on_line(q, d, j)] == stone for j in range(min(0, k), max(0, k) + 1))
+        inside = all(cell(j) == stone for j in range(min(0, k), max(0, k) + 1))
         count += inside and hi - lo + 1 >= 5
     return count
 
@@ -778,12 +787,13 @@ def line_fives(board, q: int, d: int, stone: int) -> int:
 def is_four_three(board, q: int, stone: int) -> bool:
     """A stone on empty ``q`` makes a four on one line and, on another, a point
     within 4 where a second stone makes two five points on that line."""
-    b = np.array(board)
+    b = np.asarray(board).tolist()
     b[q] = stone
     fours = [line_fives(b, q, d, stone) >= 1 for d in range(4)]
     threes = []
     for d in range(4):
-        rs = [on_line(q, d, k) for k in (-4, -3, -2, -1, 1, 2, 3, 4)]
+        line = line_through(q, d)
+        rs = [line.get(k) for k in (-4, -3, -2, -1, 1, 2, 3, 4)]
         threes.append(any(r is not None and b[r] == 0 and line_fives(b, r, d, stone) >= 2
                           for r in rs))
     return any(fours[d] and threes[e] for d in range(4) for e in range(4) if d != e)

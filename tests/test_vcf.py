@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from tiny_models import renju_fouls
 
 from agz_jax.game import vcf
 
@@ -308,16 +309,17 @@ def test_the_ledger_report_marks_a_missed_and_a_lost_defence(tmp_path, capsys):
 def test_the_renju_prefilter_hides_no_foul(seed):
     """``Position.forbidden`` asks the rule only where a foul can be: on random
     crowded boards it agrees with the rule at every empty point."""
-    from agz_jax.game import renju
-
-    def foul(cells, p):
-        return renju.foul_code(np.asarray(cells, np.int8), p) != 0
-
     rng = np.random.default_rng(seed)  # black-heavy, crowded: fouls are common
     picks = rng.permutation(SIZE * SIZE)[:int(rng.integers(18, 26))]
     board = np.zeros(SIZE * SIZE, np.int8)
     board[picks] = 1
     board[picks[:len(picks) // 4]] = -1
+    fouls = renju_fouls(board) != 0  # renju.foul_code at every point, in one call
+
+    def foul(cells, p):
+        assert np.array_equal(cells, board), "the prefilter asked about another board"
+        return bool(fouls[p])
+
     pos = vcf.Position(board, SIZE, "renju", foul)
     for p in np.flatnonzero(board == 0):
         assert pos.forbidden(int(p), 1) == foul(board, int(p)), int(p)

@@ -1,4 +1,5 @@
-"""Small random models for the front-end tests (engine, pbrain-agz, web board).
+"""Small random models for the front-end tests (engine, pbrain-agz, web board),
+and ``heavy_jit`` for the few programs whose running dominates a test.
 
 The variables are drawn with NumPy into the shapes of ``nets.init`` (found with
 ``jax.eval_shape``), so making a model compiles nothing: compiling ``init``
@@ -7,14 +8,40 @@ costs several CPU seconds per process, as much as the search itself.
 
 import contextlib
 import fcntl
+import functools
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from agz_jax.config.presets import get_preset
+from agz_jax.game import renju
 from agz_jax.nets import models
 from agz_jax.training import run
+
+# XLA's optimisation level 1 for the few programs whose running, not their
+# compiling, dominates a test (renju's deep readings, Go's ladder planes): the
+# suite compiles at level 0 (conftest.py), which runs those 4-7 times slower.
+RUNTIME_HEAVY = {"xla_backend_optimization_level": 1}
+
+
+def heavy_jit(fun, **kwargs):
+    """``jax.jit`` at ``RUNTIME_HEAVY``'s level."""
+    return jax.jit(fun, compiler_options=RUNTIME_HEAVY, **kwargs)
+
+
+@functools.cache
+def _every_foul():
+    return heavy_jit(lambda board: jax.vmap(
+        lambda p: renju.foul(board, p, renju.REFEREE_DEPTH))(jnp.arange(board.shape[-1])))
+
+
+def renju_fouls(board) -> np.ndarray:
+    """int32[A]: ``renju.foul_code`` of every point of a host board (int8[A], +1
+    black; 0 at occupied points) in one call, not one call a point."""
+    board = np.asarray(board, np.int8)
+    return np.where(board == 0, np.asarray(_every_foul()(jnp.asarray(board))), 0)
 
 
 def random_model(directory: Path, size: int = 15, seed: int = 0, double: bool = True,

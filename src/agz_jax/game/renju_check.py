@@ -212,7 +212,8 @@ def compare(boards_: list[np.ndarray], size: int = 15, depth: int = renju.DEPTH,
     verdicts = referee_verdicts(boards_, size) if verdicts is None else verdicts
     report = report or Report()
     stacked = jnp.asarray(np.stack(boards_))
-    ours, judged = (np.asarray(_reader(depth, candidates, j)(stacked)) for j in (judge, True))
+    read = {j: np.asarray(_reader(depth, candidates, j)(stacked)) for j in {judge, True}}
+    ours, judged = read[judge], read[True]
     fives = np.asarray(_black_fives(size)(stacked))
     for board, mine, as_judge, five, theirs_at in zip(boards_, ours, judged, fives, verdicts,
                                                        strict=True):

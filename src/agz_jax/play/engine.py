@@ -11,7 +11,9 @@ clock has visited its considered moves unevenly; PUCT has no such schedule.
 Reuse (``search.reuse``, PUCT): after a search the engine keeps its tree; when
 the next position follows from that root by the engine's move and the
 opponent's reply (or by one move, in analysis), the subtree under them is the
-next search's tree and its visits count towards the budget.
+next search's tree and its visits count towards the budget. Carrying a full
+tree costs about a few chunks' time, so a timed move whose time left is under
+twice what the last carry took starts from a fresh root instead.
 
 Deepening (``analyse(..., keep=True)``, either algorithm): the search goes on
 growing the last search's tree when it is of the same position, so that an
@@ -358,6 +360,7 @@ class Engine:
         self.clock = clock
         self.vcf = bool(vcf)
         self.vct = bool(vct)
+        self._carry_s = 0.0  # what the last carry of a subtree took, on ``clock``
 
     @property
     def reuse(self) -> bool:
@@ -509,10 +512,12 @@ class Engine:
                                int(state.to_play))
         if moves is None:
             return None
-        tree = last.tree
+        tree, t0 = last.tree, self.clock()
         for move in moves:
             tree = fns.carry(tree, jnp.int32(move))
-        if int(mctx_loop.node_count(tree)[0]) == 0:
+        nodes = int(mctx_loop.node_count(tree)[0])
+        self._carry_s = self.clock() - t0
+        if nodes == 0:
             return None
         if not np.array_equal(np.asarray(tree.embeddings.board[0, 0]), np.asarray(state.board)):
             return None  # the same stones by another order: not this tree's position
@@ -582,7 +587,11 @@ class Engine:
             else:
                 defended = None
         rank = int(states.rank[0])
-        root = functools.partial(self._begin, fns, rules, states, allowed, rank, keep)
+        # A subtree is carried only when the move has time for it: carrying a
+        # full tree costs about what a few chunks do, and a move squeezed by the
+        # clock is better served by a fresh root than by overrunning its budget.
+        carry = self.reuse and (deadline is None or deadline - t0 >= 2.0 * self._carry_s)
+        root = functools.partial(self._begin, fns, rules, states, allowed, rank, keep, carry)
         first = root(0)
 
         if wins.any():
@@ -666,9 +675,10 @@ class Engine:
                         done - kept, kept, self.clock() - t0, reason)
 
     def _begin(self, fns: _Compiled, rules: Rules, states: State, allowed: np.ndarray,
-               rank: int, keep: bool, lane: int) -> _Tree:
+               rank: int, keep: bool, carry: bool, lane: int) -> _Tree:
         """Tree ``lane``'s root, in the frame of the board's symmetry ``lane``:
-        the last tree kept (``keep``), its subtree carried (reuse), or a fresh one."""
+        the last tree kept (``keep``), its subtree carried (``carry``: reuse with
+        the time for it), or a fresh one."""
         key = jax.random.fold_in(self._key, self._calls)
         if lane:
             key = jax.random.fold_in(jax.random.fold_in(self._key, lane), self._calls)
@@ -676,7 +686,7 @@ class Engine:
         state = jax.tree.map(lambda x: x[0], states)
         tree = self._kept(lane, rules, state, rank) if keep else None
         if tree is None:
-            carried = self._carried(lane, rules, state, fns) if self.reuse else None
+            carried = self._carried(lane, rules, state, fns) if carry else None
             inside = jnp.asarray(allowed[symmetry.permutations(self.size)[lane]])[None]
             tree = fns.start(self.variables, _exact(rules), key, states, inside, carried)
         visits, _, _, _, prior = fns.results(tree)
