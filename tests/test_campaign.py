@@ -36,6 +36,7 @@ def tiny_run(run_dir, iterations, **overrides):
     return state
 
 
+@pytest.mark.long
 def test_export_twice_replaces_the_runs_line_and_totals_add_up(tmp_path, capsys):
     run_dir, model_dir = tmp_path / "runs" / "c1", tmp_path / "campaign"
     tiny_run(run_dir, 1)
@@ -163,6 +164,7 @@ def test_the_nets_are_dated_by_the_iteration_that_made_them():
     assert campaign.made_with(rejected, True, earlier, total) == {"games": 1100, "hours": 3.0}
 
 
+@pytest.mark.long
 def test_polish_trains_the_candidate_on_its_checkpoints_replay(tmp_path, capsys):
     import jax
 

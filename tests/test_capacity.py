@@ -43,6 +43,7 @@ def run(tmp_path_factory):
     return run_dir, tiny_run(run_dir, 2, **{"selfplay.steps": 32, "gating.every": 10})
 
 
+@pytest.mark.long
 def test_nets_are_fitted_and_measured_on_the_held_out_games(run, capsys):
     run_dir, state = run
     size = int(state.replay.size[1])

@@ -348,6 +348,7 @@ def test_checkpoints_from_before_the_slots_field_still_restore(tmp_path):
     assert run.params_hash(restored) == run.params_hash(state)
 
 
+@pytest.mark.long
 def test_gating_every_and_in_chunks():
     """gating.every=2 gates at even iterations only; gating.chunk plays the match
     in chunks (arena.play_match_compact), a whole match of num_games games."""

@@ -131,6 +131,7 @@ def test_two_stage_curriculum_runs_and_resumes(tmp_path, monkeypatch):
     assert leaves_equal(models.load(broken).variables, final.variables)
 
 
+@pytest.mark.long
 def test_imitate_stage_resumes_after_its_last_round(tmp_path):
     """Killed after round 1 of 2: the rerun restores the train state and the replay
     buffer of round 1 and ends with the nets of an unbroken run; every round's
@@ -211,6 +212,7 @@ def test_init_from_another_board_is_refused(tmp_path, capsys):
     assert "game.size = 7, this run needs 9" in capsys.readouterr().err
 
 
+@pytest.mark.long
 def test_selfplay_init_from_starts_with_those_nets(tmp_path):
     config = tiny()
     variables = stages.run.init_state(stages.run.build(config.replace(seed=5))).best

@@ -68,6 +68,7 @@ def test_distillation_lowers_the_loss_and_writes_a_loadable_model(teacher, stude
     assert record["games"]["train"]["games"] == 32 and record["games"]["held_out"]["games"] == 8
 
 
+@pytest.mark.long
 def test_the_student_starts_a_selfplay_run(student, tmp_path, capsys):
     run_dir = tmp_path / "run"
     assert selfplay_cli.main(["--preset", "smoke", *SIZES, "--init-from", str(student),

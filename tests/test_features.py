@@ -145,6 +145,7 @@ def test_shipped_model_reads_the_default_features():
     assert model.nets.obs_channels == 3 and model.nets.features == FeaturesConfig()
 
 
+@pytest.mark.long
 def test_every_option_on_plays_trains_checkpoints_and_reloads(tmp_path):
     """One self-play iteration of a tiny config with every feature and network
     option on, training the colour heads; the run's checkpoint and an exported

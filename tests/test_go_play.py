@@ -171,6 +171,7 @@ def test_a_listener_that_dies_forfeits_too(tmp_path):
 
 @pytest.mark.skipif(not gtp.find_gnugo(),
                     reason="GnuGo (the match's referee) is not installed")
+@pytest.mark.long
 def test_a_match_records_a_dead_opponents_game_as_its_loss_and_goes_on(tmp_path, capsys):
     """``go_match``: the opponent dies in every game; each game is its loss with
     the reason, the totals count the forfeits, and the next game is played by a
