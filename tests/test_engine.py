@@ -345,6 +345,34 @@ def test_reuse_carries_the_subtree_across_the_reply(reusing):
                            simulations=16).carried == 0
 
 
+def test_a_move_without_time_for_the_carry_starts_afresh(reusing):
+    """A timed move carries its subtree only when the time left is at least
+    twice what the last carry took; else it starts from a fresh root (a full
+    tree's carry can cost more than a squeezed move's whole budget)."""
+    rules = reusing.rules()
+
+    def first_and_reply():
+        reusing.forget()
+        board = crowded_board(8)
+        first = reusing.analyse(rules, engine.make_state(rules, board, 0), simulations=256)
+        t = jax.tree.map(np.asarray, reusing._lasts[0].tree)
+        child = t.children_index[0, 0, first.action]
+        reply = int(np.argmax(t.children_visits[0, child]))
+        board[first.action], board[reply] = 1, -1
+        return engine.make_state(rules, board, 0, last_action=reply)
+
+    after = first_and_reply()
+    reusing._carry_s = 1.0  # as if the last carry took a second
+    now = reusing.clock()
+    squeezed = reusing.analyse(rules, after, simulations=16, deadline=now + 1.5)
+    assert squeezed.carried == 0 and squeezed.simulations >= 1
+    after = first_and_reply()
+    reusing._carry_s = 1.0
+    ample = reusing.analyse(rules, after, simulations=256, deadline=reusing.clock() + 60.0)
+    assert ample.carried > 0
+    assert 0.0 < reusing._carry_s < 1.0  # the carry just made is the new measure
+
+
 def test_the_engine_plays_the_models_search(eng, tmp_path):
     """Default budget and algorithm are the model's; a flag overrides them."""
     model = eng.model._replace(config=eng.model.config.replace(
