@@ -55,7 +55,7 @@ def check_consistent(s):
     assert (s["elo"] > 0) == (s["score"] > 0.5) and (s["elo"] < 0) == (s["score"] < 0.5)
 
 
-@pytest.mark.parametrize("spec", ["policy:{d}", "mcts:{d}:4"])
+@pytest.mark.parametrize("spec", ["policy:{d}", pytest.param("mcts:{d}:4", marks=pytest.mark.long)])
 def test_checkpoint_player_vs_random(ckpt, capsys, tmp_path, spec):
     spec = spec.format(d=ckpt)
     out = tmp_path / "games"

@@ -109,6 +109,7 @@ def test_bench_quick_json():
     assert "devices" not in report["results"]
 
 
+@pytest.mark.long
 def test_bench_sections_run_only_those_named():
     # The cheapest section (the selfplay section's keys are checked by
     # test_bench_quick_json's run of every section).
@@ -120,6 +121,7 @@ def test_bench_sections_run_only_those_named():
     assert "NumPy baseline simulations/s" in stderr  # logged when done
 
 
+@pytest.mark.long
 def test_bench_stopped_by_sigterm_reports_the_sections_it_finished():
     """A `timeout` that ends the bench (as in experiments/gpu_window.sh) keeps
     what it measured: the finished sections' report, the section it stopped in

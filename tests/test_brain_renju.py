@@ -93,6 +93,7 @@ def test_a_turn_onto_a_forbidden_point_is_refused_and_the_engine_never_plays_one
         reply = b.ask(f"TURN {theirs % SIZE},{theirs // SIZE}")
 
 
+@pytest.mark.long
 def test_a_freestyle_model_refuses_renju(tmp_path, tmp_path_factory):
     cache = xla_cache_dir(tmp_path_factory)  # the freestyle brains' programs, compiled once
     b = Brain(random_model(tmp_path / "m", SIZE), cache)

@@ -128,6 +128,7 @@ def test_play_settings(model):
     assert plan["timed"]["reuse"] and not plan["untimed"]["reuse"]
 
 
+@pytest.mark.long
 def test_the_search_runs_until_its_deadline(engines):
     """Past the model's count: chunk after chunk until the next one would end
     after the deadline; with a far deadline, until the tree is full."""
@@ -152,6 +153,7 @@ def test_the_search_runs_until_its_deadline(engines):
     assert timed.analyse(rules, opening(rules), simulations=40).simulations == 40
 
 
+@pytest.mark.long
 def test_two_trees_each_search_until_the_deadline(model):
     """With two trees, each grows chunk after chunk on its own thread until the
     next chunk would end after the deadline, or until it is full."""

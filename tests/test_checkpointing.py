@@ -309,6 +309,7 @@ runpy.run_module("experiments.selfplay", run_name="__main__", alter_sys=True)
 """
 
 
+@pytest.mark.long
 def test_ctrl_c_from_the_command_line_says_what_is_kept_in_one_line(tmp_path, env):
     """``python -m experiments.selfplay`` as a user runs it, Ctrl-C as soon as its
     first checkpoint is written."""

@@ -153,6 +153,7 @@ print(clock.running() - t0, clock.stopped() - s0, flush=True)
 """
 
 
+@pytest.mark.long
 def test_a_process_stopped_with_sigstop_counts_the_stop_as_stopped():
     proc = subprocess.Popen([sys.executable, "-c", STOPPED_CHILD, "9"], cwd=ROOT,
                             stdout=subprocess.PIPE, text=True)

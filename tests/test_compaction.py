@@ -36,7 +36,8 @@ def assert_equal(got, expected):
         np.testing.assert_array_equal(np.asarray(got[k]), expected[k])
 
 
-@pytest.mark.parametrize("size", [1, 3, 16, 64])
+@pytest.mark.parametrize("size", [1, 3, pytest.param(16, marks=pytest.mark.long),
+                                  pytest.param(64, marks=pytest.mark.long)])
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_the_needed_rows_get_vmaps_bits_the_others_zeros(size, data):
@@ -123,9 +124,10 @@ def test_tactics_read_where_needed_equal_tactics_read_everywhere():
     rules = Rules(15)
     boards, to_play = random_boards(15, 64, 5)
     me = stone(jnp.asarray(to_play))
-    mine = jax.vmap(rules.new_five_points)(boards, me)
-    theirs = jax.vmap(rules.new_five_points)(boards, -me)
-    threats = jax.vmap(lambda b, m, t: four_three_points(rules, b, -m, t))(boards, me, theirs)
+    mine = jax.jit(jax.vmap(rules.new_five_points))(boards, me)
+    theirs = jax.jit(jax.vmap(rules.new_five_points))(boards, -me)
+    threats = jax.jit(jax.vmap(lambda b, m, t: four_three_points(rules, b, -m, t)))(
+        boards, me, theirs)
     cases = [
         (lambda b, m, mi, t: threat_answers(rules, b, m, mi, t),
          jnp.any(theirs >= 2, axis=-1), (boards, me, mine, theirs)),
@@ -136,7 +138,7 @@ def test_tactics_read_where_needed_equal_tactics_read_everywhere():
     ]
     for fn, needed, args in cases:
         assert 0 < int(jnp.sum(needed)) < 64  # some rows need it, some do not
-        everywhere = jax.vmap(fn)(*args)
+        everywhere = jax.jit(jax.vmap(fn))(*args)
         got = jax.jit(lambda n, *a, fn=fn: compaction.map_where(fn, n, *a))(needed, *args)
         np.testing.assert_array_equal(np.asarray(got),
                                       np.where(np.asarray(needed)[:, None], everywhere, False))

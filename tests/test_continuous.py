@@ -93,7 +93,9 @@ def reference_z(length: int, winner: int, to_play: list[int], gamma: float) -> l
 
 
 @pytest.mark.parametrize("with_openings, empty_fraction, shift, reuse",
-                         [(False, 0.0, 0, False), (True, 0.0, 1, False), (True, 0.5, 0, False),
+                         [pytest.param(False, 0.0, 0, False, marks=pytest.mark.long),
+                          pytest.param(True, 0.0, 1, False, marks=pytest.mark.long),
+                          pytest.param(True, 0.5, 0, False, marks=pytest.mark.long),
                           (True, 0.5, 0, True)])
 def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_openings,
                                                               empty_fraction, shift, reuse):

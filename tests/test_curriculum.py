@@ -162,6 +162,7 @@ def test_imitate_stage_resumes_after_its_last_round(tmp_path):
     assert [r["round"] for r in records] == [1, 2]
 
 
+@pytest.mark.long
 def test_selfplay_stage_starts_from_the_given_nets(tmp_path):
     config = tiny(**{"curriculum.stages": ("selfplay",), "gating.enabled": False,
                      "eval.every": 0})

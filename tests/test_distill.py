@@ -86,6 +86,7 @@ def test_the_student_starts_a_selfplay_run(student, tmp_path, capsys):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.long
 def test_search_games_give_the_search_policy_for_target(teacher):
     model = models.load(teacher)
     play = jax.jit(teacher_games.make_search_games(model.config, model.rules, model.nets, 2, 4))

@@ -49,7 +49,7 @@ def at(x, y):
     return y * SIZE + x
 
 
-@pytest.mark.parametrize("sims", [40, 13, 1])
+@pytest.mark.parametrize("sims", [pytest.param(40, marks=pytest.mark.long), 13, 1])
 def test_analysis_counts_exactly_the_simulations_asked(eng, sims):
     rules = eng.rules()
     state = position(rules, [(4, 4), (5, 5), (2, 6)], [(4, 5), (3, 3)])

@@ -93,6 +93,7 @@ def test_opening_by_hand():
     assert got["value_centre_rank"] == 11 and (got["value_best_x"], got["value_best_y"]) == (3, 4)
 
 
+@pytest.mark.long
 def test_the_net_alone_not_the_search_rules(tmp_path, capsys):
     # A random net whose config turns on every forced-move rule: with the rules'
     # restriction the answer would be the only move (top-1 1.0); the net alone

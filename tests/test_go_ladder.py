@@ -93,10 +93,13 @@ def test_an_extension_that_runs_a_working_ladder_is_doomed():
     of a chain in atari is never marked."""
     from agz_jax.go.board import label_chains
 
+    @jax.jit
+    def extensions(board):  # one program, not op by op
+        return ladder.doomed_extensions(9, board, label_chains(9, board), stone(WHITE))
+
     def doomed(stones):
         state = from_text(NINE, diagram(9, stones), WHITE)
-        board = jnp.asarray(state.board)
-        marked = ladder.doomed_extensions(9, board, label_chains(9, board), stone(WHITE))
+        marked = extensions(jnp.asarray(state.board))
         return {v for v in ("E4", "D4", "C3", "A1") if bool(marked[point(9, v)])}
 
     atari = {**SHAPE, "F5": "X"}

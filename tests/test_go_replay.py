@@ -96,6 +96,7 @@ def compare(size: int, games, count: int, modes, kos: bool = True) -> None:
         np.testing.assert_array_equal(np.asarray(p.to_play), np.asarray(states.to_play)[sel])
 
 
+@pytest.mark.long
 def test_planes_equal_the_host_path_9x9():
     compare(9, random_games(9, 8, 110, seed=1), 32, ("map",))
 

@@ -87,7 +87,8 @@ NINETEEN = Rules(size=19)
 
 
 @pytest.mark.parametrize("rules,games,plies", [
-    (FIVE, 10, 70), (FIVE_SIMPLE, 10, 50), (NINE, 4, 130), (NINETEEN, 1, 80)],
+    (FIVE, 10, 70), (FIVE_SIMPLE, 10, 50), (NINE, 4, 130),
+    pytest.param(NINETEEN, 1, 80, marks=pytest.mark.long)],
     ids=["5-superko", "5-simple-ko", "9", "19"])
 def test_random_games_match_the_reference(rules, games, plies):
     assert play_random_games(rules, games, plies, seed=rules.size) == games * plies

@@ -141,6 +141,7 @@ def test_rules_violations_name_the_move_and_why():
     assert int(final.num_moves) == 4 and int(final.board[p("B2")]) == 1
 
 
+@pytest.mark.long
 def test_import_prints_no_warning_when_sgfmill_is_compiled_afresh(tmp_path):
     """sgfmill 1.1.1 has an invalid escape in a docstring: compiling it warns
     (3.11: DeprecationWarning, 3.12: SyntaxWarning). An empty bytecode cache

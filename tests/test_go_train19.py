@@ -36,6 +36,7 @@ def store(tmp_path_factory):
     return path
 
 
+@pytest.mark.long
 def test_train_checkpoint_resume(store, tmp_path):
     s, length, n = train19.load_store(store, "train")
     held, held_len, n_held = train19.load_store(store, "valid")

@@ -152,6 +152,7 @@ def ladder_args(tmp_path, *extra):
             "--size", "7", "--games", "4", "--ledger", str(tmp_path / "games.jsonl"), *extra]
 
 
+@pytest.mark.long
 def test_cli_end_to_end_and_resume(tmp_path, capsys, monkeypatch):
     """7x7, mentor:0 against random: the ledger line, the table (the fit of the
     ledger), the PNG; a second run plays nothing; --table-only redraws."""

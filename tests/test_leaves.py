@@ -110,7 +110,7 @@ def test_one_leaf_a_step_is_mctxs_loop(model, grow):
         assert_same_tree(grow(key, states, until, 1, first), grow(key, states, until, 0, first))
 
 
-@pytest.mark.parametrize("leaves", [4, 16])
+@pytest.mark.parametrize("leaves", [pytest.param(4, marks=pytest.mark.long), 16])
 def test_k_leaves_a_step_keep_the_budget_and_the_rules(model, grow, leaves):
     """Each root has exactly ``until`` simulations (root visits, nodes less one),
     whatever the collisions; every node's children are legal moves of its

@@ -386,7 +386,8 @@ nets 100%, 0.0015 and 0.004; on ``models/default``'s nets (``make bench``, 128
 positions of 15x15) 100%, 0.009 and 0.012."""
 
 
-@pytest.mark.parametrize("options", [{}, {"symmetric": True, "position_bias": True}])
+@pytest.mark.parametrize("options", [
+    {}, pytest.param({"symmetric": True, "position_bias": True}, marks=pytest.mark.long)])
 def test_bfloat16_inference_agrees_with_float32(options):
     """Double Networks in bfloat16 (``Networks.evaluate(dtype=...)``): float32
     outputs, params cast (BN statistics kept float32), and close to float32."""

@@ -174,7 +174,9 @@ def heavy_reader(depth: int, candidates: int, judge: bool):
     return heavy_jit(jax.vmap(lambda b: renju.forbidden(b, depth, candidates, judge)))
 
 
-@pytest.mark.parametrize("generator", renju_check.GENERATORS)
+@pytest.mark.parametrize("generator", [
+    pytest.param(g, marks=pytest.mark.long) if g == "random_games" else g
+    for g in renju_check.GENERATORS])  # make test: the boards built to hold every foul
 def test_agrees_with_the_referee_on_a_fixed_sample(generator, monkeypatch):
     """Read as the referee reads (``judge``) and deep enough, every point agrees;
     with the rule text, the only differences are the referee's known one."""

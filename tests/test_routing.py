@@ -68,7 +68,10 @@ def expected_branch(to_play, blocks: int) -> int:
     return 1 + next((i for i, k in enumerate(caps) if need <= k), len(caps))
 
 
-@pytest.mark.parametrize(("size", "blocks"), [(1, 1), (2, 1), (7, 1), (16, 1), (16, 4), (64, 1)])
+@pytest.mark.parametrize(("size", "blocks"), [
+    (1, 1), (2, 1), pytest.param(7, 1, marks=pytest.mark.long),
+    pytest.param(16, 1, marks=pytest.mark.long), (16, 4),
+    pytest.param(64, 1, marks=pytest.mark.long)])
 @settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_every_position_meets_its_own_net(size, blocks, data):
@@ -142,7 +145,8 @@ def test_vmapped_nets_fall_back_to_both_nets_on_every_position():
     assert "cond[" not in str(jax.make_jaxpr(f)(nets, obs, to_play))
 
 
-@pytest.mark.parametrize("whites", [0, 1, 3, 5, 6])
+@pytest.mark.parametrize("whites", [0, pytest.param(1, marks=pytest.mark.long), 3,
+                                    pytest.param(5, marks=pytest.mark.long), 6])
 def test_real_nets_routed_equal_both_nets_on_every_position(whites):
     nets, variables = small_networks(2)
     obs = random_obs(11, 6, 5)

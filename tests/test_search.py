@@ -320,7 +320,7 @@ def root_q(tree) -> np.ndarray:
 # 1. Decayed backups.
 # --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("gamma", [GAMMA, 1.0])
+@pytest.mark.parametrize("gamma", [GAMMA, pytest.param(1.0, marks=pytest.mark.long)])
 @pytest.mark.parametrize("true_values", [False, True])
 def test_decayed_backup_hand_computed(searches, gamma, true_values):
     """A scripted line: root (black, value vb) -10-> n1 (white, vw) -17-> n2
@@ -469,7 +469,7 @@ def recompute_and_check(t, gamma: float, variables):
 
 
 @pytest.mark.parametrize("algorithm, gamma", [("puct", GAMMA), ("gumbel", GAMMA),
-                                              ("puct", 1.0)])
+                                              pytest.param("puct", 1.0, marks=pytest.mark.long)])
 def test_decayed_backup_recomputed_on_random_trees(searches, algorithm, gamma):
     variables = random_variables(1)
     states = stack([state_of(p) for p in (MID_BLACK, MID_WHITE, DEAD_DRAW, BLOCK_BLACK)])
@@ -1056,7 +1056,7 @@ def forced_searches():
     return out
 
 
-@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+@pytest.mark.parametrize("algorithm", [pytest.param("puct", marks=pytest.mark.long), "gumbel"])
 def test_forced_search_expands_only_forced_moves(forced_searches, algorithm):
     """Every expanded edge of every node is one of that node's forced moves
     when it has any, and the root plays them: Gumbel, which misses the block
@@ -1269,7 +1269,7 @@ def mctx_puct():
     return run
 
 
-@pytest.mark.parametrize("gamma", [GAMMA, 1.0])
+@pytest.mark.parametrize("gamma", [GAMMA, pytest.param(1.0, marks=pytest.mark.long)])
 def test_search_tree_matches_mctx_search_puct(searches, mctx_puct, gamma):
     states = stack([state_of(p) for p in EQUIVALENCE_POSITIONS])
     for seed in (1, 2):
@@ -1336,7 +1336,7 @@ def test_gumbel_policy_matches_mctx(searches, gumbel_policies):
 # 8. bfloat16 inference (search.dtype).
 # --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+@pytest.mark.parametrize("algorithm", ["puct", pytest.param("gumbel", marks=pytest.mark.long)])
 def test_bfloat16_search_runs_with_float32_outputs(algorithm):
     """Double Networks computing in bfloat16 (``search.dtype``), under jit and
     vmap (over two sets of nets): the search's outputs and tree are float32 and

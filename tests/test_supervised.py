@@ -108,7 +108,7 @@ def random_variables(nets, seed):
     return jax.tree_util.tree_map_with_path(fill, shapes)
 
 
-@pytest.mark.parametrize("num_nets", [1, 2])
+@pytest.mark.parametrize("num_nets", [pytest.param(1, marks=pytest.mark.long), 2])
 def test_evaluate_equals_direct(num_nets):
     nets = Networks(NET, num_nets=num_nets)
     variables = random_variables(nets, 0)

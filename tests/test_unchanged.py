@@ -169,6 +169,8 @@ def engine_analysis(scale: float = 1.0) -> dict:
 
 CASES = {"lockstep_puct": lockstep_puct, "continuous_gumbel": continuous_gumbel,
          "arena_players": arena_players, "engine_analysis": engine_analysis}
+LONG_CASES = {"arena_players", "continuous_gumbel"}
+"""Checked by ``make test-long`` (and CI) only: ``make test`` keeps one case a phase."""
 
 
 def split(outputs: dict) -> tuple[dict[str, str], dict[str, np.ndarray]]:
@@ -213,7 +215,9 @@ def recorded():
     return golden, floats
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", [
+    pytest.param(name, marks=pytest.mark.long) if name in LONG_CASES else name
+    for name in sorted(CASES)])
 def test_same_seeds_same_games(name):
     golden, floats = recorded()
     problems = differences(name, CASES[name](), golden, floats)

@@ -187,6 +187,17 @@ class PolicyValueNet(nn.Module):
         return logits[:, 0], value[:, 0]
 
 
+@functools.partial(jax.jit, static_argnums=0)
+def _inference(module: PolicyValueNet, variables: Variables, obs: jax.Array,
+               to_play: jax.Array | None):
+    """``module``'s inference, as a jitted function of its own: inside a larger
+    program it is a call that jax traces once per net and input shape in a
+    process, and lowers once per program, where a search otherwise traced the
+    net anew at each of its calls (the root, each recurrent step's branch of
+    ``routing.by_colour``). XLA inlines the call, so the program computes the same."""
+    return module.apply(variables, obs, train=False, to_play=to_play)
+
+
 @dataclasses.dataclass(frozen=True)
 class Networks:
     """``num_nets`` copies of one architecture with stacked variables, and the
@@ -252,7 +263,7 @@ class Networks:
     def apply_one(self, variables: Variables, obs: jax.Array, to_play: jax.Array | None = None):
         """One net's (unstacked variables) inference: obs [B,H,W,C], to_play int32[B]
         (needed with colour heads) -> ([B,A], [B])."""
-        return self.module.apply(variables, obs, train=False, to_play=to_play)
+        return _inference(self.module, variables, obs, to_play)
 
     def apply_train(self, variables: Variables, obs: jax.Array,
                     to_play: jax.Array | None = None):
