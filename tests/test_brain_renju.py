@@ -59,6 +59,7 @@ def test_a_board_with_black_on_a_forbidden_point_is_refused(renju_brain):
     parse_move(board_cmd(b, stones[:-2]))
 
 
+@pytest.mark.long
 def test_a_turn_onto_a_forbidden_point_is_refused_and_the_engine_never_plays_one(renju_brain):
     b = renju_brain
     fresh(b)

@@ -82,6 +82,7 @@ def test_a_directory_that_is_not_a_run_is_refused(tmp_path, capsys):
     assert "is not a self-play run" in capsys.readouterr().err
 
 
+@pytest.mark.long
 def test_the_runs_best_nets_are_measured_on_the_same_examples(run, capsys):
     import jax
 

@@ -101,6 +101,7 @@ def test_planes_equal_the_host_path_9x9():
     compare(9, random_games(9, 8, 110, seed=1), 32, ("map",))
 
 
+@pytest.mark.long
 def test_planes_equal_the_host_path_19x19():
     compare(19, random_games(19, 2, 320, seed=2), 8, ("pool",), kos=False)
 

@@ -182,6 +182,7 @@ def test_the_table_of_runs(store, tmp_path, capsys):
     assert "no evaluation at step 3" in capsys.readouterr().err
 
 
+@pytest.mark.long
 def test_the_figures_of_nets_on_the_same_positions(store, tmp_path, capsys):
     """``experiments.go.figures19``: two nets ranked on the same held-out
     positions; top-n rises with n; Figure 2's bins count every position; a

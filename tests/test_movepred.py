@@ -150,6 +150,7 @@ def test_training_lowers_the_loss_and_reports(psq_dir):
     assert 0 <= history[-1]["heldout/top1"] <= history[-1]["heldout/top5"] <= 1
 
 
+@pytest.mark.long
 def test_experiment_writes_the_table_and_plots(tmp_path, psq_dir):
     d, _ = psq_dir
     rec_dir = tmp_path / "games"

@@ -790,13 +790,15 @@ def is_four_three(board, q: int, stone: int) -> bool:
     b = np.asarray(board).tolist()
     b[q] = stone
     fours = [line_fives(b, q, d, stone) >= 1 for d in range(4)]
-    threes = []
-    for d in range(4):
-        line = line_through(q, d)
+    if not any(fours):
+        return False
+
+    def three(e: int) -> bool:
+        line = line_through(q, e)
         rs = [line.get(k) for k in (-4, -3, -2, -1, 1, 2, 3, 4)]
-        threes.append(any(r is not None and b[r] == 0 and line_fives(b, r, d, stone) >= 2
-                          for r in rs))
-    return any(fours[d] and threes[e] for d in range(4) for e in range(4) if d != e)
+        return any(r is not None and b[r] == 0 and line_fives(b, r, e, stone) >= 2 for r in rs)
+
+    return any(three(e) for e in range(4) if any(fours[d] for d in range(4) if d != e))
 
 
 def four_three_reference(board, stone: int) -> set[int]:
