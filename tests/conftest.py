@@ -39,6 +39,31 @@ if not os.environ.get("AGZ_JAX_NO_CACHE"):
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
+@pytest.fixture(autouse=True)
+def _plain_double_networks(request, monkeypatch):
+    """In-process tests evaluate Double Networks plainly: both nets on every
+    position (``Networks.evaluate(route=False)``) where a call leaves ``route``
+    unset. Routing's five-branch switch holds the net eight times over, and a
+    search program compiled with it took about half as long again (two search
+    tests, 2026-11-29); its outputs equal plain's up to float rounding, which
+    tests/test_routing.py checks. The routed path still runs in that module, in
+    every module that sets ``ROUTED = True`` (tests/test_unchanged.py keeps the
+    shipped path's recorded games), and in every subprocess the suite starts
+    (the engine, the web board, the main job), which runs as users run it."""
+    if getattr(request.module, "ROUTED", False):
+        yield
+        return
+    from agz_jax.nets import networks
+
+    evaluate = networks.Networks.evaluate
+
+    def plain(self, variables, obs, to_play, dtype=jax.numpy.float32, route=None):
+        return evaluate(self, variables, obs, to_play, dtype, False if route is None else route)
+
+    monkeypatch.setattr(networks.Networks, "evaluate", plain)
+    yield
+
+
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     """The environment of a module's subprocesses (the main job as a user runs it)."""

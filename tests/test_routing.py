@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 from agz_jax.nets import routing
 from tests.test_networks import random_obs, small_networks
 
+ROUTED = True  # the routed path itself (tests/conftest.py plains it elsewhere)
+
 NETS = {"id": jnp.asarray([0.0, 1.0])}
 """The stand-in's two "nets": net n's outputs carry n."""
 

@@ -54,6 +54,7 @@ from agz_jax.training.selfplay import make_continuous, make_selfplay
 DATA = Path(__file__).parent / "data"
 GOLDEN = DATA / "unchanged.json"
 GOLDEN_FLOATS = DATA / "unchanged.npz"
+ROUTED = True  # the shipped path: Double Networks routed (tests/conftest.py)
 
 # The largest |difference| between the suite's XLA:CPU settings (level 0, the
 # older fusion emitters) and XLA's defaults over every float output below,
