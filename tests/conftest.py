@@ -48,9 +48,11 @@ def _plain_double_networks(request, monkeypatch):
     tests, 2026-11-29); its outputs equal plain's up to float rounding, which
     tests/test_routing.py checks. The routed path still runs in that module, in
     every module that sets ``ROUTED = True`` (tests/test_unchanged.py keeps the
-    shipped path's recorded games), and in every subprocess the suite starts
+    shipped path's recorded games), in tests marked ``routed`` (which build
+    their programs themselves: a jitted function keeps its first trace), and
+    in every subprocess the suite starts
     (the engine, the web board, the main job), which runs as users run it."""
-    if getattr(request.module, "ROUTED", False):
+    if getattr(request.module, "ROUTED", False) or request.node.get_closest_marker("routed"):
         yield
         return
     from agz_jax.nets import networks

@@ -295,6 +295,10 @@ def run_search(cfg, gamma, variables, key, states, **kwargs):
 @pytest.fixture(scope="module")
 def searches():
     """algorithm -> jitted (variables, key, states [BATCH], gamma) -> PolicyOutput."""
+    return make_searches()
+
+
+def make_searches():
     out = {}
     for algorithm in ("puct", "gumbel"):
         cfg = search_config(algorithm)
@@ -1250,7 +1254,6 @@ def assert_same_tree(got, want):
     jax.tree_util.tree_map_with_path(check, got, want)
 
 
-@pytest.fixture(scope="module")
 def mctx_puct():
     """The PUCT search of ``searches`` on ``mctx.search`` itself: the Searcher's
     roots, recurrent function, selection and keys, and mctx's loop."""
@@ -1271,13 +1274,18 @@ def mctx_puct():
     return run
 
 
+@pytest.mark.routed
 @pytest.mark.parametrize("gamma", [GAMMA, pytest.param(1.0, marks=pytest.mark.long)])
-def test_search_tree_matches_mctx_search_puct(searches, mctx_puct, gamma):
+def test_search_tree_matches_mctx_search_puct(gamma):
+    """Bit for bit, so with the shipped (routed) nets and programs of its own:
+    evaluated plainly (tests/conftest.py), the net's ops fuse with each loop's
+    own and the two programs' values part in the last bit."""
     states = stack([state_of(p) for p in EQUIVALENCE_POSITIONS])
+    ours, theirs = make_searches()["puct"], mctx_puct()
     for seed in (1, 2):
         variables, key = random_variables(seed), jax.random.key(20 + seed)
-        got = searches["puct"](variables, key, states, gamma)
-        want = mctx_puct(variables, key, states, gamma)
+        got = ours(variables, key, states, gamma)
+        want = theirs(variables, key, states, gamma)
         # Rows reach different depths, so the batched loop runs on after some
         # rows are back at their roots.
         t = to_numpy(got.search_tree)
