@@ -124,8 +124,8 @@ def test_tactics_read_where_needed_equal_tactics_read_everywhere():
     rules = Rules(15)
     boards, to_play = random_boards(15, 64, 5)
     me = stone(jnp.asarray(to_play))
-    mine = jax.jit(jax.vmap(rules.new_five_points))(boards, me)
-    theirs = jax.jit(jax.vmap(rules.new_five_points))(boards, -me)
+    five_points = jax.jit(jax.vmap(rules.new_five_points))  # one program for both colours
+    mine, theirs = five_points(boards, me), five_points(boards, -me)
     threats = jax.jit(jax.vmap(lambda b, m, t: four_three_points(rules, b, -m, t)))(
         boards, me, theirs)
     cases = [

@@ -147,23 +147,22 @@ def launch(n: int, args: list[str], env: dict) -> list[subprocess.CompletedProce
                              cwd=ROOT, env=env, stdout=out, stderr=err, text=True)
             for i, (out, err) in enumerate(files)
         ]
+        def written(f) -> str:
+            f.seek(0)
+            return f.read()
+
         deadline = time.monotonic() + 600
         outs = []
         try:
             for p, (out, err) in zip(procs, files, strict=True):
                 p.wait(timeout=max(1.0, deadline - time.monotonic()))
-                out.seek(0)
-                err.seek(0)
-                outs.append(subprocess.CompletedProcess(p.args, p.returncode, out.read(),
-                                                        err.read()))
+                outs.append(subprocess.CompletedProcess(p.args, p.returncode, written(out),
+                                                        written(err)))
         except subprocess.TimeoutExpired:
             for q in procs:
                 q.kill()
-            tails = []
-            for i, (out, err) in enumerate(files):
-                out.seek(0)
-                err.seek(0)
-                tails.append(f"process {i}:\n{out.read()[-2000:]}\n{err.read()[-2000:]}")
+            tails = [f"process {i}:\n{written(out)[-2000:]}\n{written(err)[-2000:]}"
+                     for i, (out, err) in enumerate(files)]
             raise AssertionError("the processes did not finish in 600 s\n"
                                  + "\n".join(tails)) from None
         finally:
