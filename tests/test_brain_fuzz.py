@@ -23,8 +23,9 @@ import pytest
 from agz_jax.game.gomoku import Rules
 from agz_jax.play import brain_commands
 from agz_jax.play.brain import serve
-from agz_jax.play.brain_commands import Brain, move_budget_ms
+from agz_jax.play.brain_commands import Brain
 from agz_jax.play.brain_text import MAX_LINE, read_line
+from agz_jax.play.move_time import move_budget_ms
 
 SIZE = 15
 A = SIZE * SIZE

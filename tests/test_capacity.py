@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from agz_jax.nets import checkpoint
 from agz_jax.training import replay
 from experiments.studies import capacity
 from tests.test_campaign import tiny_run
@@ -65,14 +66,23 @@ def test_nets_are_fitted_and_measured_on_the_held_out_games(run, capsys):
     assert "4x1" in capsys.readouterr().out
 
 
+@pytest.fixture(scope="module")
+def unplayed(tmp_path_factory):
+    """A run directory whose one checkpoint holds a fresh state: its replay is
+    empty. The arguments are checked against it."""
+    run_dir = tmp_path_factory.mktemp("capacity") / "unplayed"
+    checkpoint.save(run_dir, 0, tiny_run(run_dir, 0), {"iteration": 0})
+    return run_dir
+
+
 @pytest.mark.parametrize("args, message", [
     (["--nets", "32"], "is not FILTERSxBLOCKS"),
     (["--steps", "0"], "must be >= 1"),
-    (["--held-out", "0"], "--held-out must be"),
+    (["--held-out", "0"], "too few to hold any out"),
     (["--ring", "2"], "--ring must be below"),
 ])
-def test_bad_input_is_one_line(run, capsys, args, message):
-    assert capacity.main([str(run[0]), *args]) == 2
+def test_bad_input_is_one_line(unplayed, capsys, args, message):
+    assert capacity.main([str(unplayed), *args]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
 

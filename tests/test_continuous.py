@@ -128,6 +128,7 @@ def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_ope
     # Rebuild, in plain Python, the examples each finished game must have added:
     # games end in step order, and within a step in slot order.
     expected = []
+    step_one, observe = jax.jit(rules.step), jax.jit(rules.observe)  # one move at a time
     current = np.asarray(slots0.opening).copy()  # each slot's game's opening
     games = {b: [] for b in range(B)}  # the moves of each slot's current game
     finished, starts = 0, []
@@ -143,9 +144,9 @@ def test_every_refilled_slot_plays_legal_games_with_decayed_z(tmp_path, with_ope
             to_play, obs = [], []
             for i, a in enumerate(games[b]):
                 assert np.asarray(state.board)[a] == 0, "an illegal move"
-                obs.append(np.asarray(rules.observe(state)))
+                obs.append(np.asarray(observe(state)))
                 to_play.append(int(state.to_play))
-                state = rules.step(state, a)
+                state = step_one(state, a)
                 # Only the last move of the game ends it.
                 assert bool(state.done) == (i == len(games[b]) - 1)
             assert not bool(state.illegal)

@@ -60,6 +60,7 @@ def test_trajectory_replays_to_the_final_position(played):
     length = np.asarray(final.num_moves)
     np.testing.assert_array_equal(valid.sum(0), length)
     assert int(stats["moves"]) == length.sum()
+    step, observe = jax.jit(rules.step), jax.jit(rules.observe)  # one move at a time
     for b in range(B):
         moves = [int(a) for a in np.asarray(traj.action[:, b]) if a >= 0]
         assert len(moves) == length[b]
@@ -70,9 +71,9 @@ def test_trajectory_replays_to_the_final_position(played):
         # Observations are of the position before each move, side to move first.
         replayed = rules.init()
         for t, m in enumerate(moves):
-            np.testing.assert_array_equal(rules.observe(replayed), traj.obs[t, b])
+            np.testing.assert_array_equal(observe(replayed), traj.obs[t, b])
             assert int(traj.to_play[t, b]) == t % 2
-            replayed = rules.step(replayed, m)
+            replayed = step(replayed, m)
 
 
 def test_policy_targets_are_distributions_on_legal_moves(played):

@@ -61,6 +61,9 @@ def split_ring(obs, policy, z, size: int, ptr: int, held_out: int):
     filled, the next written at ``ptr``) as (train, held-out), each (obs, policy,
     z) in the order written: the held-out part is the newest ``held_out``."""
     capacity = len(z)
+    if size < 2:
+        raise CapacityError(f"the ring holds {size} examples: too few to hold any out "
+                            f"(let the run play on, or pick another --ring)")
     if not 0 < held_out < size:
         raise CapacityError(f"--held-out must be between 1 and the ring's {size - 1} "
                             f"examples but one; got {held_out}")

@@ -1,7 +1,7 @@
 """The commands of ``pbrain-agz`` (``agz_jax.play.brain``): ``Brain`` answers each
 line of the Piskvork protocol (``START``, ``BOARD`` ... ``DONE``, ``TURN``,
-``INFO``, ...) with exactly one reply, or none where the protocol says so, and
-``move_budget_ms`` turns the ``INFO`` time limits into a move's thinking time.
+``INFO``, ...) with exactly one reply, or none where the protocol says so; a
+move's thinking time is ``agz_jax.play.move_time``'s.
 The protocol as ``pbrain-agz`` speaks it is described in ``agz_jax.play.brain``.
 """
 
@@ -24,11 +24,9 @@ from agz_jax.play.brain_text import (
     show,
     split_command,
 )
+from agz_jax.play.move_time import UNLIMITED_MS, move_budget_ms
 
 ABOUT = 'name="agz_jax", version="{version}", author="agz_jax authors", country="-"'
-
-
-UNLIMITED_MS = 2147483647  # INFO time_left when the match time is unlimited
 
 
 # INFO values that are integers (milliseconds, bytes, flags).
@@ -37,35 +35,6 @@ INT_INFO = ("timeout_turn", "timeout_match", "time_left", "max_memory", "game_ty
 
 
 BLOCKS = ("BOARD", "SWAP2BOARD")  # commands whose lines run up to DONE
-
-
-def move_budget_ms(*, timeout_turn: float | None, timeout_match: float | None,
-                   time_left: float | None, used_ms: float, empty: int) -> float | None:
-    """Milliseconds the next move may think (after the safety reserve); None: no limit.
-
-    Args:
-      timeout_turn: ``INFO timeout_turn`` (0: as fast as possible), None if not sent.
-      timeout_match: ``INFO timeout_match`` (0: no limit), None if not sent;
-        used only when ``time_left`` is None.
-      time_left: what is left of the match (``INFO time_left``, counted down by
-        the time used since); may be negative; ``UNLIMITED_MS`` or more: no limit.
-      used_ms: thinking time used this game (for ``timeout_match``).
-      empty: empty points on the board (the moves still to play, roughly twice).
-    """
-    budgets = []
-    if timeout_turn is not None:
-        budgets.append(float(timeout_turn))
-    left = time_left
-    if left is None and timeout_match:
-        left = timeout_match - used_ms
-    if left is not None and left < UNLIMITED_MS:
-        moves_to_go = min(30, max(5, empty // 2))
-        budgets.append(max(0.0, float(left)) / moves_to_go)
-    if not budgets:
-        return None
-    budget = min(budgets)
-    # Reserve: printing, the manager's own overhead and clock noise.
-    return budget - min(budget, max(40.0, 0.08 * budget))
 
 
 @dataclasses.dataclass

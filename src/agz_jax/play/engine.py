@@ -79,17 +79,15 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import mctx
 import numpy as np
 
-from agz_jax.game import symmetry, tactics
+from agz_jax.game import symmetry
 from agz_jax.game.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.nets import features
 from agz_jax.nets.models import Model
-from agz_jax.play import readings
+from agz_jax.play import programs, readings
 from agz_jax.play.readings import VCF_SHARE, VCF_UNTIMED_S, VCT_SHARE, VCT_UNTIMED_S
 from agz_jax.search import mctx_loop
-from agz_jax.search import searcher as search
 
 DEFAULT_CHUNK = 16
 
@@ -195,39 +193,6 @@ def make_state(rules: Rules, board, to_play: int, last_action: int = -1,
         played_at=played_at_from_last(rules.num_actions, last_action, num_moves),
         rank=jnp.int32(rank),
     )
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class _EitherRule(Rules):
-    """``Rules`` whose winning rule is a traced flag (``exact``: exactly five), so
-    that one compilation serves both rules; built inside the jitted functions."""
-
-    exact: object = None
-
-    # The rule enters Rules only through these two methods.
-    def _makes_five(self, same, me):
-        standard = Rules(self.size, "standard")._makes_five(same, me)
-        freestyle = Rules(self.size, "freestyle")._makes_five(same, me)
-        return jnp.where(self.exact, standard, freestyle)
-
-    def window_five_count(self, vals, me):
-        standard = Rules(self.size, "standard").window_five_count(vals, me)
-        freestyle = Rules(self.size, "freestyle").window_five_count(vals, me)
-        return jnp.where(self.exact, standard, freestyle)
-
-
-@dataclasses.dataclass
-class _Compiled:
-    """The jitted functions; ``exact`` (bool[]) picks the rule at run time."""
-
-    start: object  # (variables, exact, state[1], allowed[1, A], tree | None) -> tree
-    chunk: object  # (variables, exact, key, tree, until) -> tree
-    results: object  # tree -> (visits[A], value, q[A], action, prior[A])
-    carry: object  # (tree, action) -> the subtree under the root's action
-    threats: object  # (exact, board[A], stone) -> bool[A]: points that make a five for stone
-    wins_on_board: object  # (exact, board[A]) -> bool[A]: stones on a winning line
-    forbidden: object  # board[A] -> bool[A]: black's forbidden points (none but under renju)
-    guard: object  # (exact, state[1]) -> bool[A]: tactics.search_moves with forced moves
 
 
 class _Tree(NamedTuple):
@@ -350,7 +315,7 @@ class Engine:
         self.rank = rank
         self._key = jax.random.PRNGKey(seed)
         self._calls = 0
-        self._compiled: dict[bool, _Compiled] = {}
+        self._compiled: dict[bool, programs.Programs] = {}
         self._lock = threading.Lock()
         self.threads = threads
         self._lasts: list[_Last | None] = [None] * threads
@@ -384,73 +349,17 @@ class Engine:
         """The model's board size under ``rule`` (default: the model's own rule)."""
         return Rules(self.size, rule or self.model.rules.rule)
 
-    def _fns(self, rules: Rules) -> _Compiled:
+    def _fns(self, rules: Rules) -> programs.Programs:
         if rules.size != self.size:
             raise ValueError(f"the model plays {self.size}x{self.size}, not "
                              f"{rules.size}x{rules.size}")
         renju = rules.rule == "renju"
         with self._lock:
             if renju not in self._compiled:
-                self._compiled[renju] = self._build(renju)
+                self._compiled[renju] = programs.build(
+                    self.model.nets, self.search_cfg, self.size, self.gamma,
+                    capacity=self.max_simulations, leaves=self.leaves, renju=renju)
             return self._compiled[renju]
-
-    def _build(self, renju: bool) -> _Compiled:
-        """The jitted functions: freestyle and standard share one set (the rule
-        a flag, ``exact``); renju has its own (``exact`` unused)."""
-        nets, settings, size, gamma = self.model.nets, self.search_cfg, self.size, self.gamma
-        capacity, leaves = self.max_simulations, self.leaves
-
-        def game(exact):
-            return Rules(size, "renju") if renju else _EitherRule(size, exact=exact)
-
-        def searcher(exact):
-            return search.Searcher(rules=game(exact), nets=nets, settings=settings, gamma=gamma)
-
-        @jax.jit
-        def start(variables, exact, key, states, allowed, tree):
-            return searcher(exact).begin(variables, key, states, capacity=capacity,
-                                         allowed=allowed, tree=tree)
-
-        @functools.partial(jax.jit, donate_argnums=(3,))
-        def chunk(variables, exact, key, tree, until):
-            return searcher(exact).grow(variables, key, tree, until=until,
-                                        num_simulations=capacity, leaves=leaves)
-
-        @jax.jit
-        def results(tree):
-            out = searcher(False).result(tree)
-            root = mctx.Tree.ROOT_INDEX
-            q = tree.qvalues(jnp.full((1,), root, jnp.int32))[0]
-            prior = jax.nn.softmax(tree.children_prior_logits[0, root])
-            return (tree.children_visits[0, root], tree.node_values[0, root], q,
-                    out.action[0], prior)
-
-        @jax.jit
-        def carry(tree, action):
-            return mctx_loop.reuse(tree, jnp.reshape(action, (1,)))
-
-        @jax.jit
-        def threats(exact, board, me):
-            return game(exact).five_points(board, me)
-
-        @jax.jit
-        def guard(exact, states):
-            # The tiers of tactics.search_moves, forced moves always on: a
-            # five, else the blocks of the opponent's five, else an open four,
-            # then the model's own answers to threats and four-threes.
-            return tactics.search_moves(game(exact), states, True, settings.answer_threats,
-                                        settings.answer_four_threes)[0]
-
-        @jax.jit
-        def wins_on_board(exact, board):
-            rules = game(exact)
-            return jax.vmap(lambda a: rules.is_win(board, a))(jnp.arange(rules.num_actions))
-
-        @jax.jit
-        def forbidden(board):
-            return game(False).forbidden(board)
-
-        return _Compiled(start, chunk, results, carry, threats, wins_on_board, forbidden, guard)
 
     def warmup(self, rules: Rules | None = None) -> float:
         """Compile everything a move needs (under either rule); the seconds it took.
@@ -482,7 +391,7 @@ class Engine:
     def check_board(self, rules: Rules, board) -> list[int]:
         """The stones of ``board`` (int8[A]) that lie on a winning line (empty if none)."""
         board = jnp.asarray(np.asarray(board, np.int8).reshape(rules.num_actions))
-        wins = self._fns(rules).wins_on_board(_exact(rules), board)
+        wins = self._fns(rules).wins_on_board(programs.exact(rules), board)
         return [int(a) for a in np.flatnonzero(np.asarray(wins))]
 
     def forbidden(self, rules: Rules, board) -> np.ndarray:
@@ -497,11 +406,11 @@ class Engine:
         """bool[A]: empty points where ``colour`` (0 black, 1 white) would make a five."""
         fns = self._fns(rules)
         me = stone(jnp.int32(colour))
-        return np.asarray(fns.threats(_exact(rules), jnp.asarray(state.board), me))
+        return np.asarray(fns.threats(programs.exact(rules), jnp.asarray(state.board), me))
 
     # -- search ----------------------------------------------------------------------------
 
-    def _carried(self, lane: int, rules: Rules, state: State, fns: _Compiled):
+    def _carried(self, lane: int, rules: Rules, state: State, fns: programs.Programs):
         """Tree ``lane``'s last subtree at ``state`` (in that tree's frame), if
         ``state`` follows from its last root by one or two moves (ours, then the
         opponent's reply) that the tree holds; else None."""
@@ -572,7 +481,7 @@ class Engine:
         states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
         if self.rank is not None:
             states = features.with_rank(states, self.rank)
-        exact = _exact(rules)
+        exact = programs.exact(rules)
         allowed = np.asarray(fns.guard(exact, states)) & legal
         if not allowed.any():  # unreachable: the tiers keep legal moves
             allowed = legal
@@ -674,7 +583,7 @@ class Engine:
         return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, q, visits,
                         done - kept, kept, self.clock() - t0, reason)
 
-    def _begin(self, fns: _Compiled, rules: Rules, states: State, allowed: np.ndarray,
+    def _begin(self, fns: programs.Programs, rules: Rules, states: State, allowed: np.ndarray,
                rank: int, keep: bool, carry: bool, lane: int) -> _Tree:
         """Tree ``lane``'s root, in the frame of the board's symmetry ``lane``:
         the last tree kept (``keep``), its subtree carried (``carry``: reuse with
@@ -688,12 +597,12 @@ class Engine:
         if tree is None:
             carried = self._carried(lane, rules, state, fns) if carry else None
             inside = jnp.asarray(allowed[symmetry.permutations(self.size)[lane]])[None]
-            tree = fns.start(self.variables, _exact(rules), key, states, inside, carried)
+            tree = fns.start(self.variables, programs.exact(rules), key, states, inside, carried)
         visits, _, _, _, prior = fns.results(tree)
         return _Tree(lane, tree, key, int(np.asarray(visits).sum()),
                      symmetry.untransform_policy(np.asarray(prior, np.float64), lane, self.size))
 
-    def _grow(self, fns: _Compiled, exact, deadline: float | None, budget: int,
+    def _grow(self, fns: programs.Programs, exact, deadline: float | None, budget: int,
               start: _Tree) -> _Grown:
         """Grow one tree in chunks until it holds ``budget`` visits or the next
         chunk would likely end after ``deadline``."""
@@ -745,6 +654,3 @@ def _moves_between(board, to_play: int, new_board, new_to_play: int) -> list[int
             return [mine[0], theirs[0]]
     return None
 
-
-def _exact(rules: Rules) -> jax.Array:
-    return jnp.bool_(rules.rule == "standard")

@@ -49,7 +49,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-UNLIMITED_MS = 2147483647  # INFO time_left for a match without a time limit
+from agz_jax.play.move_time import UNLIMITED_MS
+
 NOT_REPLIES = ("MESSAGE", "DEBUG", "INFO", "SUGGEST")  # lines that are not a reply
 _MOVE = re.compile(r"^\s*(-?\d+)\s*,\s*(-?\d+)\s*$")
 
