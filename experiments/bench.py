@@ -85,27 +85,26 @@ import jax.numpy as jnp
 from agz_jax.config.schema import SearchConfig
 from agz_jax.game.gomoku import MAX_SIZE, MIN_SIZE, Rules
 from agz_jax.nets.networks import Networks, PolicyValueNet, flops_per_position
+from agz_jax.studies.bench_inputs import GAMMA, log, midgame_positions, to_state
 from agz_jax.studies.bench_measures import (
-    FORCED,
-    GAMMA,
-    MODES,
     bench_baseline,
-    bench_bf16,
     bench_devices,
     bench_devices_worker,
     bench_mentor,
     bench_position,
+    bench_train,
+    matmul_gflops,
+)
+from agz_jax.studies.bench_report import lookup, section_lines, table
+from agz_jax.studies.bench_search import (
+    FORCED,
+    MODES,
+    bench_bf16,
     bench_routing,
     bench_search,
     bench_selfplay,
-    bench_train,
-    log,
-    matmul_gflops,
-    midgame_positions,
     time_search_moves,
-    to_state,
 )
-from agz_jax.studies.bench_report import lookup, section_lines, table
 from agz_jax.training import cli
 
 SECTIONS = ("search", "train", "baseline", "forced", "selfplay", "routing", "bf16", "devices",

@@ -288,7 +288,7 @@ def test_baseline_visit_counts_equal_mctx(nets, variables):
 
 
 def test_each_program_is_compiled_once_per_settings_and_shapes():
-    from agz_jax.studies.bench_measures import compiled_once
+    from agz_jax.studies.bench_inputs import compiled_once
 
     traced = []
 

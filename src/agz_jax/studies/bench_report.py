@@ -3,7 +3,7 @@ section's lines, from the results ``experiments.bench`` collected."""
 
 from __future__ import annotations
 
-from agz_jax.studies.bench_measures import FORCED
+from agz_jax.studies.bench_search import FORCED
 
 
 def selfplay_lines(r: dict) -> list[str]:
