@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -185,8 +185,8 @@ def referee_verdicts(boards_: list[np.ndarray], size: int = 15) -> list[dict[int
 
 
 @functools.cache
-def _reader(depth: int, candidates: int, judge: bool):
-    return jax.jit(jax.vmap(lambda b: renju.forbidden(b, depth, candidates, judge)))
+def _reader(depth: int, candidates: int, judge: bool, jit: Callable = jax.jit):
+    return jit(jax.vmap(lambda b: renju.forbidden(b, depth, candidates, judge)))
 
 
 @functools.cache
@@ -198,7 +198,7 @@ def _black_fives(size: int):
 def compare(boards_: list[np.ndarray], size: int = 15, depth: int = renju.DEPTH,
             candidates: int = renju.CANDIDATES, judge: bool = False,
             report: Report | None = None,
-            verdicts: list[dict[int, int]] | None = None) -> Report:
+            verdicts: list[dict[int, int]] | None = None, jit: Callable = jax.jit) -> Report:
     """Read every point of every board with both; disagreements are kept as
     (board as text, point, ours, the referee's, and ``explained``: the
     difference goes when we read as the referee does, ``renju.forbidden``'s
@@ -208,11 +208,14 @@ def compare(boards_: list[np.ndarray], size: int = 15, depth: int = renju.DEPTH,
     five; the rule text does (a three is false only when its straight-four
     point is forbidden, and a five never is). At the top level such a point
     exists only when black already has a five to play.
+
+    ``jit`` compiles the reader of many boards (``jax.jit``; a caller may
+    pass one with its own compiler options).
     """
     verdicts = referee_verdicts(boards_, size) if verdicts is None else verdicts
     report = report or Report()
     stacked = jnp.asarray(np.stack(boards_))
-    read = {j: np.asarray(_reader(depth, candidates, j)(stacked)) for j in {judge, True}}
+    read = {j: np.asarray(_reader(depth, candidates, j, jit)(stacked)) for j in {judge, True}}
     ours, judged = read[judge], read[True]
     fives = np.asarray(_black_fives(size)(stacked))
     for board, mine, as_judge, five, theirs_at in zip(boards_, ours, judged, fives, verdicts,
