@@ -28,9 +28,10 @@ Time: one tree of fixed capacity (``max_simulations``) is built in jitted
 looks at the clock (``clock``, ``time.perf_counter`` unless a test injects
 another) and stops when the next chunk would likely end after the deadline.
 Every shape is fixed and the winning rule is a run-time flag, so the jitted
-functions compile once for freestyle and standard (``warmup`` does that ahead
-of the first move); renju, whose legal moves depend on black's forbidden
-points (``agz_jax.game.renju``), compiles its own set.
+functions (``agz_jax.play.programs``) compile once for freestyle and standard
+(``warmup`` does that ahead of the first move); renju, whose legal moves
+depend on black's forbidden points (``agz_jax.game.renju``), compiles its own
+set.
 
 Capacity: the tree's capacity is its size, not a cost per simulation (the loop
 never copies the tree, ``mctx_loop``), so a time-limited player takes a tree of
