@@ -36,7 +36,7 @@ if not os.environ.get("AGZ_JAX_NO_CACHE"):
     _cache = os.environ.get("AGZ_JAX_TEST_CACHE",
                             str(Path(__file__).resolve().parents[1] / ".cache" / "jax-tests"))
     jax.config.update("jax_compilation_cache_dir", _cache)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)  # as cache.py
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
 
 @pytest.fixture(autouse=True)

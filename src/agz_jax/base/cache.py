@@ -22,9 +22,4 @@ def enable_compilation_cache(default_dir: str | Path | None = None) -> None:
     where = os.environ.get("AGZ_JAX_CACHE_DIR") or default_dir
     where = where or Path.home() / ".cache" / "agz_jax" / "xla"
     jax.config.update("jax_compilation_cache_dir", str(where))
-    # Every program, the smallest too: tracing and lowering are paid in every
-    # process anyway, and of the engine's warm-up with a warm cache (models/default,
-    # PUCT with reuse, 2 CPU cores of an AMD EPYC, 2026-11-29) a threshold of
-    # 0.5 s left 10.5-11.1 s, none 7.9-8.2 s; a cold warm-up writes about a
-    # hundred small entries more and took 29.1 s against 27.2 s.
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
