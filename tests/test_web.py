@@ -30,6 +30,7 @@ SIZE = 15
 CHROMIUM = os.environ.get("AGZ_JAX_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 TIMEOUT_S = 2          # the test server's --timeout
+DEEPEN_S = 2.0         # its --deepen-seconds: a step's sims finish on a loaded machine too
 MAX_CONNECTIONS = 12   # its --max-connections
 LETTERS = "ABCDEFGHIJKLMNO"
 
@@ -53,7 +54,7 @@ def server(tmp_path_factory):
         proc = subprocess.Popen(
             [sys.executable, "-m", "agz_jax.play.web", "--model", str(model), "--port", "0",
              "--sims", "8", "--max-sims", "4096", "--timeout", str(TIMEOUT_S),
-             "--max-connections", str(MAX_CONNECTIONS)],
+             "--max-connections", str(MAX_CONNECTIONS), "--deepen-seconds", str(DEEPEN_S)],
             stdout=subprocess.PIPE, stderr=err, env=env)
         threading.Thread(target=lambda: [*(lines.put(x.decode()) for x in proc.stdout),
                                          lines.put(None)], daemon=True).start()
@@ -253,7 +254,7 @@ def test_api_analysis_deepens(server):
     analysis's, ``carried``) up to ``sims`` in all (default: the capacity); a
     full tree grows no more; another position starts afresh."""
     status, body = get(server, "/api/info")
-    assert json.loads(body)["step_ms"] > 0
+    assert json.loads(body)["step_ms"] == round(DEEPEN_S * 1000)
     moves = [at(7, 7), at(8, 8), at(6, 8)]
     first = json.loads(post(server, "/api/analyse", {"moves": moves, "sims": 16})[1])["analysis"]
     assert (first["simulations"], first["carried"], first["total"]) == (16, 0, 16)
@@ -451,7 +452,7 @@ def test_host_option_and_json_bounds():
 
 @pytest.mark.parametrize("argv", [["--sims", "0"], ["--max-sims", "0"], ["--sims", "-1"],
                                   ["--max-seconds", "0"], ["--max-seconds", "nan"],
-                                  ["--c-puct", "0"]])
+                                  ["--deepen-seconds", "0"], ["--c-puct", "0"]])
 def test_zero_or_negative_limits_are_refused(capsys, monkeypatch, argv):
     """0 is no limit the board could use (not "the default"): refused like a
     negative one, before the model is loaded."""

@@ -61,7 +61,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from agz_jax.play import flags
-from agz_jax.play.web.api import BadRequest, Game, parse_json
+from agz_jax.play.web.api import DEEPEN_SECONDS, BadRequest, Game, parse_json
 
 STATIC = Path(__file__).resolve().parent / "static"
 CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
@@ -298,10 +298,12 @@ class Server(ThreadingHTTPServer):
 
 
 def make_server(engine, host: str = "127.0.0.1", port: int = 8000, *, default_sims: int = 200,
-                max_seconds: float = 30.0, verbose: bool = False, timeout: float = 10.0,
-                max_connections: int = 32, allowed_hosts=()) -> Server:
+                max_seconds: float = 30.0, deepen_seconds: float = DEEPEN_SECONDS,
+                verbose: bool = False, timeout: float = 10.0, max_connections: int = 32,
+                allowed_hosts=()) -> Server:
     """An HTTP server (not yet serving) for ``engine``; ``port=0`` picks a free port."""
-    return Server((host, port), Game(engine, default_sims=default_sims, max_seconds=max_seconds),
+    return Server((host, port), Game(engine, default_sims=default_sims, max_seconds=max_seconds,
+                                     step_seconds=deepen_seconds),
                   verbose=verbose, timeout=timeout, max_connections=max_connections,
                   allowed_hosts=allowed_hosts)
 
@@ -347,6 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     flags.add_threads_flag(parser)
     parser.add_argument("--max-seconds", type=float, default=30.0,
                         help="a move's search stops after this long whatever --sims says")
+    parser.add_argument("--deepen-seconds", type=float, default=DEEPEN_SECONDS,
+                        help="how long each step of the board's deepening analysis searches "
+                             f"before the page shows its tree (default {DEEPEN_SECONDS})")
     parser.add_argument("--timeout", type=float, default=10.0,
                         help="seconds a connection may stall while sending or receiving")
     parser.add_argument("--max-connections", type=int, default=32,
@@ -356,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
     if not 0 <= args.port <= 65535:
         parser.error(f"--port must be in 0..65535, got {args.port}")
     for flag, value in (("--sims", args.sims), ("--max-sims", args.max_sims),
-                        ("--max-seconds", args.max_seconds)):
+                        ("--max-seconds", args.max_seconds),
+                        ("--deepen-seconds", args.deepen_seconds)):
         if value is not None and not value > 0:
             parser.error(f"{flag} must be positive, got {value}")
     if args.sims is not None and args.max_sims is not None and args.sims > args.max_sims:
@@ -407,7 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     # connections that arrive while the search compiles wait in the listen backlog.
     try:
         server = make_server(eng, args.host, args.port, default_sims=args.sims,
-                             max_seconds=args.max_seconds, verbose=args.verbose,
+                             max_seconds=args.max_seconds,
+                             deepen_seconds=args.deepen_seconds, verbose=args.verbose,
                              timeout=args.timeout, max_connections=args.max_connections,
                              allowed_hosts=args.allow_host)
     except OSError as e:
