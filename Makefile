@@ -25,11 +25,19 @@ selfplay: $(STAMP)
 # checks marked `long` (bench, ablation pipeline, kill/resume, two processes, sweeps,
 # seeds; listed in the README), which `make test-long` runs; .ci/run runs both.
 test: $(STAMP) browser gnugo bytecode
-	AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n 2 -q --durations=10 -m "not long" $(ARGS)
+	AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PYTEST) -n 2 -q --durations=10 -m "not long" $(ARGS)
 
 test-long: $(STAMP) browser gnugo bytecode
-	AGZ_JAX_LONG_TESTS=1 AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PY) -m pytest -n 2 -q --durations=10 \
+	AGZ_JAX_LONG_TESTS=1 AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PYTEST) -n 2 -q --durations=10 \
 	  -m long $(ARGS)
+
+# pytest rewrites the asserts of every module of a distribution that registers a
+# pytest plugin (all of hypothesis, typeguard, xdist: about 1 s a process) unless
+# plugins are not loaded automatically; the two the suite uses are named instead.
+# Its rewritten test modules are kept in __pycache__ only where bytecode may be
+# written: PYTHONDONTWRITEBYTECODE, set on some machines, is cleared for the run.
+PYTEST := PYTHONDONTWRITEBYTECODE= PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(PY) -m pytest \
+  -p xdist.plugin -p _hypothesis_pytestplugin
 
 # The project's own bytecode, written once for the many Python processes a test run
 # starts (pip compiles the dependencies' at install; where PYTHONDONTWRITEBYTECODE is

@@ -253,8 +253,10 @@ def test_the_tree_grows_only_forced_moves(eng):
     fns = eng._fns(rules)
     exact = jnp.asarray(False)
     states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
+    # The root's moves are the guard's, as the engine passes them (the start
+    # program reads no tactics of its own).
     tree = fns.start(eng.variables, exact, jax.random.PRNGKey(0), states,
-                     jnp.ones((1, rules.num_actions), bool), None)
+                     fns.guard(exact, states)[None], None)
     tree = fns.chunk(eng.variables, exact, jax.random.PRNGKey(0), tree, jnp.int32(CAPACITY - 1))
     t = jax.tree.map(np.asarray, tree)
     emb = t.embeddings
@@ -284,10 +286,10 @@ def test_an_open_three_is_answered_in_the_tree(eng, exact):
     state = position(rules, [(0, 8), (8, 8), (4, 6)], [(3, 2), (4, 2), (5, 2)], to_play=0)
     fns = eng._fns(rules)
     states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
-    tree = fns.start(eng.variables, jnp.asarray(exact), jax.random.PRNGKey(0), states,
-                     jnp.ones((1, rules.num_actions), bool), None)
-    tree = fns.chunk(eng.variables, jnp.asarray(exact), jax.random.PRNGKey(0), tree,
-                     jnp.int32(CAPACITY - 1))
+    exact = jnp.asarray(exact)
+    tree = fns.start(eng.variables, exact, jax.random.PRNGKey(0), states,
+                     fns.guard(exact, states)[None], None)  # the root's moves, as the engine's
+    tree = fns.chunk(eng.variables, exact, jax.random.PRNGKey(0), tree, jnp.int32(CAPACITY - 1))
     expanded = set(np.flatnonzero(np.asarray(tree.children_index[0, 0]) >= 0).tolist())
     assert expanded == {at(2, 2), at(6, 2)}
 

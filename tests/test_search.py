@@ -1139,7 +1139,8 @@ def test_gating_and_selfplay_choose_gumbel_moves_by_one_rule():
             np.testing.assert_array_equal(gated, np.asarray(played))
             assert len(set(gated.tolist())) > 1  # the noise varies the 8 games' moves
         else:
-            plain = searcher.run(variables, jax.random.split(key)[0], empty, num_simulations=8)
+            run_8 = jax.jit(functools.partial(searcher.run, num_simulations=8))
+            plain = run_8(variables, jax.random.split(key)[0], empty)
             np.testing.assert_array_equal(gated, np.asarray(plain.action))
             assert len(set(gated.tolist())) == 1
 

@@ -47,7 +47,7 @@ class EitherRule(Rules):
 class Programs:
     """The jitted functions; ``exact`` (bool[]) picks the rule at run time."""
 
-    start: object  # (variables, exact, state[1], allowed[1, A], tree | None) -> tree
+    start: object  # (variables, exact, key, state[1], allowed[1, A] (guard's), tree | None) -> tree
     chunk: object  # (variables, exact, key, tree, until) -> tree
     results: object  # tree -> (visits[A], value, q[A], action, prior[A])
     carry: object  # (tree, action) -> the subtree under the root's action
@@ -76,8 +76,11 @@ def build(nets: Networks, settings: SearchConfig, size: int, gamma: float, *,
 
     @jax.jit
     def start(variables, exact, key, states, allowed, tree):
+        # ``allowed`` comes from ``guard`` (search_moves with forced moves on,
+        # within the settings' own tiers), so the roots do not read the tactics
+        # again: the program holds one copy of them fewer.
         return searcher(exact).begin(variables, key, states, capacity=capacity,
-                                     allowed=allowed, tree=tree)
+                                     read=allowed, tree=tree)
 
     @functools.partial(jax.jit, donate_argnums=(3,))
     def chunk(variables, exact, key, tree, until):

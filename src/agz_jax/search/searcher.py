@@ -240,11 +240,14 @@ class Searcher:
         dtype = self.settings.dtype
         return variables if dtype == "float32" else cast_params(variables, dtype)
 
-    def roots(self, variables, states: State) -> tuple[mctx.RootFnOutput, jax.Array]:
-        """The roots, evaluated and masked to ``search_moves``, and their invalid
+    def roots(self, variables, states: State, legal: jax.Array | None = None
+              ) -> tuple[mctx.RootFnOutput, jax.Array]:
+        """The roots, evaluated and masked to ``search_moves`` (or to ``legal``
+        bool[B, A], moves the caller has read already), and their invalid
         actions bool[B, A]. A finished root (no legal move) searches anyway, its
         result ignored, with every action "valid" so that nothing divides by zero."""
-        legal = search_moves(self.rules, states, *self.forced)
+        if legal is None:
+            legal = search_moves(self.rules, states, *self.forced)
         root = make_root_fn(self.rules, self.nets, *self.forced, dtype=self.settings.dtype)(
             self.cast(variables), states, legal)
         invalid = ~legal & jnp.any(legal, axis=-1, keepdims=True)
@@ -275,7 +278,7 @@ class Searcher:
 
     def begin(self, variables, key: jax.Array, states: State, *, capacity: int,
               explore: bool | jax.Array = False, tree: mctx.Tree | None = None,
-              allowed: jax.Array | None = None) -> mctx.Tree:
+              allowed: jax.Array | None = None, read: jax.Array | None = None) -> mctx.Tree:
         """A tree of room ``capacity`` simulations, rooted at ``states``.
 
         explore: root noise as in self-play (Dirichlet for PUCT, Gumbel for
@@ -283,13 +286,16 @@ class Searcher:
         tree: a carried tree (``carry``): its rows that hold a subtree keep it,
           under the fresh roots' prior (so the noise is drawn anew); the others
           start from the fresh root.
-        allowed: bool[B, A], a further restriction of the roots' moves (the
-          engine's guard), or None.
+        allowed: bool[B, A], a further restriction of the roots' moves, or None.
+        read: bool[B, A], the roots' moves when the caller has read them
+          already (the engine: its guard's tiers of ``search_moves``, further
+          restricted), used instead of the roots' own ``search_moves``, so that
+          the tactics are not read twice.
         """
         s = self.settings
         if tree is not None and not s.reuse:
             raise ValueError("a carried tree needs search.reuse (PUCT only)")
-        root, invalid = self.roots(variables, states)
+        root, invalid = self.roots(variables, states, read)
         if allowed is not None:
             invalid = invalid | ~allowed
             root = root.replace(prior_logits=mask_logits(root.prior_logits, ~invalid))
