@@ -15,6 +15,7 @@ they overlap (``tests/test_tactics.py``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -219,6 +220,39 @@ def threat_value(rules: Rules, board: jax.Array, me: jax.Array, gamma: float
 def search_moves(rules: Rules, states: State, forced: bool = False,
                  answer_threats: bool = False, answer_four_threes: bool = False
                  ) -> jax.Array:
+    """bool[B, A]: the moves a search may take from each position (``_search_moves``
+    says which).
+
+    With forced moves, a jitted function of its own: inside a larger program
+    it is a call that jax traces once per rules, options and shapes in a
+    process and lowers once per program (a search reads the tactics at its
+    roots and at every expansion), where it was otherwise traced anew at each
+    call. XLA inlines the call, so the program computes the same. The reading
+    limits of this module (``ANSWER_CANDIDATES`` and the rest) are part of its
+    key, so that a change to them is traced anew. Rules that carry a traced
+    value (the engine's rule flag) are read inline.
+    """
+    if forced and not any(isinstance(v, jax.core.Tracer) for v in vars(rules).values()):
+        return _search_moves_jit(rules, states, forced, answer_threats, answer_four_threes,
+                                 _limits())
+    return _search_moves(rules, states, forced, answer_threats, answer_four_threes)
+
+
+def _limits() -> tuple[int, ...]:
+    """The module's reading limits, as they are now (tests change them)."""
+    return (ANSWER_CANDIDATES, THREATS_CHECKED, FOUR_POINTS_CHECKED, FOUR_THREES_CHECKED,
+            FOURS_READ)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 2, 3, 4, 5))
+def _search_moves_jit(rules, states, forced, answer_threats, answer_four_threes, limits):
+    del limits  # the cache key only: the body reads the module's limits as it traces
+    return _search_moves(rules, states, forced, answer_threats, answer_four_threes)
+
+
+def _search_moves(rules: Rules, states: State, forced: bool = False,
+                  answer_threats: bool = False, answer_four_threes: bool = False
+                  ) -> jax.Array:
     """bool[B, A]: the moves a search may take from each position.
 
     The legal moves; with ``forced`` (``SearchConfig.forced_moves``) only the
