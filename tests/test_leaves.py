@@ -61,20 +61,19 @@ def stack(boards, rules):
 @pytest.fixture(scope="module")
 def grow(model):
     """Jitted (key, states, until, leaves, first, allowed) -> tree: a fresh tree
-    of CAPACITY whose roots may take the moves ``allowed`` (default: all), grown
-    to ``first`` simulations one leaf at a time, then to ``until`` with
-    ``leaves`` a step (0: mctx's loop)."""
+    of CAPACITY whose roots take the moves ``allowed`` (as the engine passes its
+    guard's; default: their own ``search_moves``), grown to ``first``
+    simulations one leaf at a time, then to ``until`` with ``leaves`` a step
+    (0: mctx's loop)."""
     searcher = search.Searcher(rules=model.rules, nets=model.nets,
                                settings=model.config.search, gamma=model.config.decay.gamma)
 
     @jax.jit
     def start(variables, key, states, first, allowed):
-        tree = searcher.begin(variables, key, states, capacity=CAPACITY, allowed=allowed)
+        tree = searcher.begin(variables, key, states, capacity=CAPACITY, moves=allowed)
         return searcher.grow(variables, key, tree, until=first)
 
     def run(key, states, until, leaves, first=0, allowed=None):
-        if allowed is None:
-            allowed = jnp.ones(states.board.shape, bool)
         tree = start(model.variables, key, states, jnp.int32(first), allowed)
         return _grow(searcher, leaves)(model.variables, jax.random.fold_in(key, 1), tree,
                                        jnp.int32(until))

@@ -80,7 +80,7 @@ def build(nets: Networks, settings: SearchConfig, size: int, gamma: float, *,
         # within the settings' own tiers), so the roots do not read the tactics
         # again: the program holds one copy of them fewer.
         return searcher(exact).begin(variables, key, states, capacity=capacity,
-                                     read=allowed, tree=tree)
+                                     moves=allowed, tree=tree)
 
     @functools.partial(jax.jit, donate_argnums=(3,))
     def chunk(variables, exact, key, tree, until):

@@ -278,7 +278,7 @@ class Searcher:
 
     def begin(self, variables, key: jax.Array, states: State, *, capacity: int,
               explore: bool | jax.Array = False, tree: mctx.Tree | None = None,
-              allowed: jax.Array | None = None, read: jax.Array | None = None) -> mctx.Tree:
+              moves: jax.Array | None = None) -> mctx.Tree:
         """A tree of room ``capacity`` simulations, rooted at ``states``.
 
         explore: root noise as in self-play (Dirichlet for PUCT, Gumbel for
@@ -286,19 +286,15 @@ class Searcher:
         tree: a carried tree (``carry``): its rows that hold a subtree keep it,
           under the fresh roots' prior (so the noise is drawn anew); the others
           start from the fresh root.
-        allowed: bool[B, A], a further restriction of the roots' moves, or None.
-        read: bool[B, A], the roots' moves when the caller has read them
+        moves: bool[B, A], the roots' moves when the caller has read them
           already (the engine: its guard's tiers of ``search_moves``, further
           restricted), used instead of the roots' own ``search_moves``, so that
-          the tactics are not read twice.
+          the tactics are not read twice; None: the roots' ``search_moves``.
         """
         s = self.settings
         if tree is not None and not s.reuse:
             raise ValueError("a carried tree needs search.reuse (PUCT only)")
-        root, invalid = self.roots(variables, states, read)
-        if allowed is not None:
-            invalid = invalid | ~allowed
-            root = root.replace(prior_logits=mask_logits(root.prior_logits, ~invalid))
+        root, invalid = self.roots(variables, states, moves)
         if s.algorithm == "gumbel":  # a scale of 1 (noise) or 0 per row
             scale = jnp.reshape(jnp.asarray(explore, jnp.float32), (-1, 1))
             return gumbel_tree(root, capacity, invalid, key, scale)
