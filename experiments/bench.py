@@ -138,8 +138,10 @@ SECTION_KEYS = {
     "devices": (),
     "mentor": ("mentor.0.games_per_s", "mentor.0.moves_per_s", "mentor.1.games_per_s",
                "mentor.1.chunked_games_per_s"),
-    "position": ("position.plain_sims_per_s", "position.trees_2_sims_per_s",
-                 "position.trees_2_speedup", "position.best_speedup"),
+    "position": ("position.plain_sims_per_s", "position.plain_without_transpositions_sims_per_s",
+                 "position.transpositions_speedup",
+                 "position.trees_2_sims_per_s", "position.trees_2_speedup",
+                 "position.best_speedup"),
     "renju": tuple(f"renju.{k}" for k in (
         "freestyle_mask_ms", "renju_mask_ms", "mask_cost", "freestyle_tactics_ms",
         "renju_tactics_ms", "tactics_cost", "freestyle_sims_per_s", "renju_sims_per_s",

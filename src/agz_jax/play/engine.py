@@ -273,6 +273,11 @@ class Engine:
       threads: T >= 1 trees of the root searched at once, one a host thread,
         tree ``i`` under the board's symmetry ``i`` (root parallelism; PUCT
         only); their root visits are summed.
+      transpositions: evaluate each position of a tree once: a node reached
+        by another order of the same moves takes the first one's prior and
+        value (``Searcher.begin``). The same search, fewer net calls; on where
+        it is exact (nets that do not read the order of the moves,
+        ``features.history`` 0) and with one leaf a step.
     """
 
     def __init__(self, model: Model, *, max_simulations: int | None = None,
@@ -280,7 +285,8 @@ class Engine:
                  algorithm: str | None = None, reuse: bool | None = None,
                  c_puct: float | None = None, clock: Callable[[], float] = time.perf_counter,
                  leaves: int = 0, fpu: float | None = None, vcf: bool = True,
-                 threat_values: bool | None = None, threads: int = 1, vct: bool = False):
+                 threat_values: bool | None = None, threads: int = 1, vct: bool = False,
+                 transpositions: bool = True):
         settings = model.config.search
         overrides = {k: v for k, v in (("algorithm", algorithm), ("reuse", reuse),
                                        ("c_puct", c_puct), ("threat_values", threat_values))
@@ -326,6 +332,9 @@ class Engine:
         self.clock = clock
         self.vcf = bool(vcf)
         self.vct = bool(vct)
+        # Exact where the nets do not read the order of the moves; one leaf a step.
+        self.transpositions = (bool(transpositions) and not leaves
+                               and not model.nets.features.history)
         self._carry_s = 0.0  # what the last carry of a subtree took, on ``clock``
 
     @property
@@ -359,7 +368,8 @@ class Engine:
             if renju not in self._compiled:
                 self._compiled[renju] = programs.build(
                     self.model.nets, self.search_cfg, self.size, self.gamma,
-                    capacity=self.max_simulations, leaves=self.leaves, renju=renju)
+                    capacity=self.max_simulations, leaves=self.leaves, renju=renju,
+                    transpositions=self.transpositions)
             return self._compiled[renju]
 
     def warmup(self, rules: Rules | None = None) -> float:

@@ -63,10 +63,12 @@ def exact(rules: Rules) -> jax.Array:
 
 
 def build(nets: Networks, settings: SearchConfig, size: int, gamma: float, *,
-          capacity: int, leaves: int, renju: bool) -> Programs:
+          capacity: int, leaves: int, renju: bool, transpositions: bool = False) -> Programs:
     """The jitted functions of a search with ``settings`` over trees of
     ``capacity`` nodes, growing ``leaves`` leaves a step (0: one): for
-    freestyle and standard (``renju`` False) or for renju."""
+    freestyle and standard (``renju`` False) or for renju; with
+    ``transpositions``, each position of a tree evaluated once
+    (``Searcher.begin``)."""
 
     def game(exact):
         return Rules(size, "renju") if renju else EitherRule(size, exact=exact)
@@ -80,7 +82,7 @@ def build(nets: Networks, settings: SearchConfig, size: int, gamma: float, *,
         # within the settings' own tiers), so the roots do not read the tactics
         # again: the program holds one copy of them fewer.
         return searcher(exact).begin(variables, key, states, capacity=capacity,
-                                     moves=allowed, tree=tree)
+                                     moves=allowed, tree=tree, transpositions=transpositions)
 
     @functools.partial(jax.jit, donate_argnums=(3,))
     def chunk(variables, exact, key, tree, until):

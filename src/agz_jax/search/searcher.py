@@ -46,6 +46,7 @@ from agz_jax.game.gomoku import Rules, State, stone
 from agz_jax.game.tactics import search_moves, threat_value
 from agz_jax.nets.networks import Networks, cast_params, split
 from agz_jax.search.mctx_loop import (
+    Expansion,
     continue_tree,
     gumbel_result,
     gumbel_selection,
@@ -54,6 +55,7 @@ from agz_jax.search.mctx_loop import (
     reuse,
     start_tree,
     with_root,
+    with_transpositions,
 )
 
 
@@ -107,15 +109,24 @@ def make_root_fn(rules: Rules, nets: Networks, forced: bool = False,
 
 def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float, forced: bool = False,
                       answer_threats: bool = False, answer_four_threes: bool = False,
-                      threat_values: bool = False, dtype: str = "float32"):
+                      threat_values: bool = False, dtype: str = "float32") -> Expansion:
     """mctx's ``recurrent_fn``: play ``action``, evaluate the child with the
     nets (computing in ``dtype``, as ``make_root_fn``), restrict its moves
     (``search_moves``). With ``threat_values`` (``SearchConfig.threat_values``)
     a child whose side to move has a win read from the stones
-    (``threat_value``) takes that win's value instead of the net's."""
-    def recurrent_fn(variables, key, action, states: State):
+    (``threat_value``) takes that win's value instead of the net's.
+
+    It is an ``mctx_loop.Expansion``: the move, the evaluation (the nets, the
+    tactics and the threat values, a function of the position alone while the
+    nets' features do not read the order of the moves) and the backup's
+    edge, so that a tree ``with_transpositions`` evaluates a position once."""
+
+    def move(variables, key, action, states: State) -> State:
+        del variables, key
+        return jax.vmap(rules.step)(states, action)
+
+    def evaluate(variables, key, children: State):
         del key
-        children = jax.vmap(rules.step)(states, action)
         obs = nets.observe(rules, children)
         logits, value = nets.evaluate(variables, obs, children.to_play, dtype=dtype)
         if threat_values:
@@ -123,16 +134,42 @@ def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float, forced: bool =
                 children.board, children.to_play)
             value = jnp.where(known & ~children.done, read, value)
         legal = search_moves(rules, children, forced, answer_threats, answer_four_threes)
-        backup = winning_value_decay(states, children, value, gamma)
-        out = mctx.RecurrentFnOutput(
-            reward=backup.reward,
-            discount=backup.discount,
-            prior_logits=mask_logits(logits, legal),
-            value=backup.value,
-        )
-        return out, children
+        return mask_logits(logits, legal), value
 
-    return recurrent_fn
+    def output(states: State, children: State, prior_logits, value):
+        backup = winning_value_decay(states, children, value, gamma)
+        return mctx.RecurrentFnOutput(reward=backup.reward, discount=backup.discount,
+                                      prior_logits=prior_logits, value=backup.value)
+
+    return Expansion(move, evaluate, output, functools.partial(position_code, rules))
+
+
+def position_code(rules: Rules, states: State) -> jax.Array:
+    """uint32[..., W]: each position of ``states`` (any batch shape) packed
+    exactly: its stones two bits a point, 16 points a word, then one word of
+    the last move, the side to move and the outcome, and one of the rank. Two
+    states have equal codes exactly when the search sees one position in
+    them (the paper's features read no more than this); ``W =
+    code_words(rules)``."""
+    board = states.board.astype(jnp.int32)
+    points = (board == 1) | ((board == -1) << 1)  # 0 empty, 1 black, 2 white
+    width = code_words(rules) - 2
+    pad = width * 16 - rules.num_actions
+    points = jnp.pad(points, [(0, 0)] * (points.ndim - 1) + [(0, pad)])
+    points = points.reshape(points.shape[:-1] + (width, 16)).astype(jnp.uint32)
+    shifts = jnp.arange(0, 32, 2, dtype=jnp.uint32)
+    stones = jnp.sum(points << shifts, axis=-1, dtype=jnp.uint32)  # disjoint bits: an or
+    state = ((states.last_action + 1).astype(jnp.uint32)
+             | (states.to_play.astype(jnp.uint32) << 16)
+             | (states.done.astype(jnp.uint32) << 17)
+             | ((states.winner + 1).astype(jnp.uint32) << 18))
+    return jnp.concatenate([stones, state[..., None], states.rank.astype(jnp.uint32)[..., None]],
+                           axis=-1)
+
+
+def code_words(rules: Rules) -> int:
+    """The words of ``position_code`` for ``rules``' board."""
+    return -(-rules.num_actions // 16) + 2
 
 
 def raw_qvalues(tree: mctx.Tree, node_index) -> jax.Array:
@@ -278,7 +315,7 @@ class Searcher:
 
     def begin(self, variables, key: jax.Array, states: State, *, capacity: int,
               explore: bool | jax.Array = False, tree: mctx.Tree | None = None,
-              moves: jax.Array | None = None) -> mctx.Tree:
+              moves: jax.Array | None = None, transpositions: bool = False) -> mctx.Tree:
         """A tree of room ``capacity`` simulations, rooted at ``states``.
 
         explore: root noise as in self-play (Dirichlet for PUCT, Gumbel for
@@ -290,10 +327,25 @@ class Searcher:
           already (the engine: its guard's tiers of ``search_moves``, further
           restricted), used instead of the roots' own ``search_moves``, so that
           the tactics are not read twice; None: the roots' ``search_moves``.
+        transpositions: evaluate each position of the tree once
+          (``mctx_loop.with_transpositions``; ``grow`` one leaf a step). Only
+          where the nets' features do not read the order of the moves
+          (``features.history`` 0): else two orders of the same moves are two
+          evaluations.
         """
         s = self.settings
         if tree is not None and not s.reuse:
             raise ValueError("a carried tree needs search.reuse (PUCT only)")
+        if transpositions and self.nets.features.history:
+            raise ValueError(
+                f"transpositions: these nets read the order of the moves (features.history "
+                f"{self.nets.features.history}), so a position reached by two orders is "
+                f"two evaluations; search without them")
+        tree = self._begin(variables, key, states, capacity, explore, tree, moves)
+        return with_transpositions(tree, code_words(self.rules)) if transpositions else tree
+
+    def _begin(self, variables, key, states, capacity, explore, tree, moves) -> mctx.Tree:
+        s = self.settings
         root, invalid = self.roots(variables, states, moves)
         if s.algorithm == "gumbel":  # a scale of 1 (noise) or 0 per row
             scale = jnp.reshape(jnp.asarray(explore, jnp.float32), (-1, 1))

@@ -126,7 +126,8 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
     """One position's search on this machine's CPUs: ``engine.Engine`` (PUCT with
     the model's c_puct and forced moves, a tree of ``--position-capacity``)
     growing one tree from ``position``, ``--position-sims`` simulations a
-    search, one leaf a step (plain), two trees in two threads (``threads=2``,
+    search, one leaf a step (plain; and without transpositions, each position
+    of the tree evaluated once), two trees in two threads (``threads=2``,
     root parallelism, the simulations split between them) and K leaves a step
     (``--leaves``: one batched net call a step, virtual loss); each engine
     compiled first, the searches interleaved (plain, two trees, K1, K2, ...,
@@ -152,14 +153,16 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
     rules = model.rules
     state = engine.make_state(rules, position.board, position.to_play, position.last_action)
     engines = {}
-    for name, leaves, threads in (("plain", 0, 1), ("trees_2", 0, 2),
-                                  *((f"leaves_{k}", k, 1) for k in args.leaves)):
+    for name, leaves, threads, transpositions in (
+            ("plain", 0, 1, True), ("plain_without_transpositions", 0, 1, False),
+            ("trees_2", 0, 2, True), *((f"leaves_{k}", k, 1, False) for k in args.leaves)):
         log(f"position: the engine, {leaves or 'one'} {'leaves' if leaves > 1 else 'leaf'} a "
-            f"step in {threads} tree{'s' if threads > 1 else ''}")
+            f"step in {threads} tree{'s' if threads > 1 else ''}"
+            f"{'' if transpositions else ', without transpositions'}")
         # The search alone: the host's VCF reading (Engine(vcf=True)) is not timed here.
         e = engine.Engine(model, max_simulations=args.position_capacity, chunk=64,
                           algorithm="puct", reuse=False, leaves=leaves, seed=args.seed,
-                          vcf=False, threads=threads)
+                          vcf=False, threads=threads, transpositions=transpositions)
         out[f"{name}_compile_s"] = e.warmup(rules)
         engines[name] = e
     best = dict.fromkeys(engines, 0.0)
@@ -170,6 +173,13 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
             best[name] = max(best[name], a.simulations / a.elapsed)
     for name, rate in best.items():
         out[f"{name}_sims_per_s"] = rate
+    # Of the last plain search's nodes below the root, the share whose position
+    # an earlier node holds: the evaluations transpositions saved.
+    tree = engines["plain"]._lasts[0].tree
+    held = np.asarray(tree.node_visits[0]) > 0
+    codes = np.asarray(tree.extra_data.codes[0])[held][1:]
+    out["transposed_fraction"] = 1.0 - len({c.tobytes() for c in codes}) / max(len(codes), 1)
+    out["transpositions_speedup"] = best["plain"] / best["plain_without_transpositions"]
     out["trees_2_speedup"] = best["trees_2"] / best["plain"]
     out["best_speedup"] = max(best.values()) / best["plain"]
     return out
