@@ -426,6 +426,10 @@ def position_lines(res: dict) -> list[str]:
              f"{r['simulations']} simulations a search in a tree of {r['capacity']}, "
              f"{r['stones']} stones)",
              f"  {'one leaf a step (plain)':<28}{r['plain_sims_per_s']:>10.0f}",
+             f"  {'  without transpositions':<28}"
+             f"{r['plain_without_transpositions_sims_per_s']:>10.0f}   "
+             f"x{1 / r['transpositions_speedup']:.2f}   "
+             f"({r['transposed_fraction']:.0%} of the tree's nodes transposed)",
              f"  {'two trees, two threads':<28}{r['trees_2_sims_per_s']:>10.0f}   "
              f"x{r['trees_2_speedup']:.2f}"]
     for k in leaves:

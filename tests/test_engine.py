@@ -543,3 +543,20 @@ def test_two_trees_values_average_over_their_visits(reusing, two_trees):
         a = two_trees.analyse(rules, state, simulations=sims)
         firsts.append((sims + 2) * a.value - np.nansum(a.visits * a.q))
     np.testing.assert_allclose(firsts, firsts[0], atol=1e-4)
+
+
+def test_transpositions_search_the_same_as_without(eng):
+    """The engine's default, each position of a tree evaluated once
+    (tests/test_transpositions.py), against the same search without: the
+    same visits (the net's rounding between two programs could at most move
+    a near-tie), a legal move."""
+    plain = engine.Engine(eng.model, max_simulations=CAPACITY, chunk=CHUNK, transpositions=False)
+    assert eng.transpositions and not plain.transpositions
+    assert not engine.Engine(eng.model, max_simulations=CAPACITY, leaves=2).transpositions
+    rules = eng.rules()
+    state = position(rules, [(4, 4), (5, 5), (3, 4)], [(4, 5), (3, 3)])
+    eng.forget()
+    a = {t: e.analyse(rules, state, simulations=CAPACITY) for t, e in ((True, eng), (False, plain))}
+    assert a[True].simulations == a[False].simulations == CAPACITY
+    assert np.asarray(state.board)[a[True].action] == 0
+    np.testing.assert_allclose(a[True].visits, a[False].visits, atol=3)

@@ -233,11 +233,12 @@ def _expand_known(params, rng_key, tree: mctx.Tree, expansion: Expansion, parent
     key = _mix(code)
     table = tree.extra_data
     # A node not expanded (or the root) holds the key and code 0, which no
-    # child's code is (its last move is a point).
-    match = table.keys == key[:, None]
-    source = jnp.argmax(match, axis=-1)
-    known = (jnp.any(match, axis=-1)
-             & jnp.all(table.codes[batch_range, source] == code, axis=-1))
+    # child's code is (its last move is a point). Of the nodes that hold the
+    # key, the last (all of one position share one evaluation): a max, which
+    # vectorises where an argmax would not.
+    source = jnp.max(jnp.where(table.keys == key[:, None], jnp.arange(num_nodes), -1), axis=-1)
+    found, source = source >= 0, jnp.maximum(source, 0)
+    known = found & jnp.all(table.codes[batch_range, source] == code, axis=-1)
     logits = tree.children_prior_logits[batch_range, source]
     value = tree.raw_values[batch_range, source]
 
