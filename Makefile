@@ -25,12 +25,14 @@ selfplay: $(STAMP)
 # checks marked `long` (bench, ablation pipeline, kill/resume, two processes, sweeps,
 # seeds; listed in the README), which `make test-long` runs; .ci/run runs both.
 test: $(STAMP) browser gnugo bytecode
-	AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PYTEST) -n 2 -q --durations=10 -m "not long" $(ARGS)
+	AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PYTEST) -n 2 --dist worksteal -q --durations=10 -m "not long" $(ARGS)
 
 test-long: $(STAMP) browser gnugo bytecode
-	AGZ_JAX_LONG_TESTS=1 AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PYTEST) -n 2 -q --durations=10 \
-	  -m long $(ARGS)
+	AGZ_JAX_LONG_TESTS=1 AGZ_JAX_CHROMIUM=$(CHROMIUM) $(PYTEST) -n 2 --dist worksteal -q \
+	  --durations=10 -m long $(ARGS)
 
+# xdist's worksteal: a worker that runs out of tests takes the other's pending ones, so
+# that neither idles while the other finishes a long tail of compile-heavy tests.
 # pytest rewrites the asserts of every module of a distribution that registers a
 # pytest plugin (all of hypothesis, typeguard, xdist: about 1 s a process) unless
 # plugins are not loaded automatically; the two the suite uses are named instead.
