@@ -34,9 +34,10 @@ ROOTS = jnp.array([0, 1, 17, 256], jnp.int32)
 def toy_eval(child):
     """Exact functions of the position (integers made floats): the same on
     every call, in every program."""
-    h = (child.astype(jnp.uint32) * jnp.uint32(2654435761)) >> 20
-    logits = ((h[:, None] + jnp.arange(A, dtype=jnp.uint32) * 7) % 5).astype(jnp.float32)
-    value = ((h % 9).astype(jnp.float32) - 4.0) / 8.0
+    h = (child.astype(jnp.uint32) * jnp.uint32(2654435761)) >> 12
+    odd = jnp.arange(A, dtype=jnp.uint32) * 2 + 1
+    logits = ((h[:, None] * odd) % 101).astype(jnp.float32) / 17.0
+    value = ((h % 1009).astype(jnp.float32) - 504.0) / 1013.0  # few exact ties
     return logits, value
 
 
@@ -99,6 +100,17 @@ def fields(tree):
     return {k: np.asarray(v) for k, v in vars(tree).items() if k != "extra_data"}
 
 
+def assert_same_tree(got, want):
+    """The same nodes, edges and visits exactly; the same values up to the
+    rounding of two programs' backups (XLA may contract or reorder them)."""
+    got, want = fields(got), fields(want)
+    for name, w in want.items():
+        if np.issubdtype(w.dtype, np.floating):
+            np.testing.assert_allclose(got[name], w, rtol=1e-5, atol=1e-6, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got[name], w, err_msg=name)
+
+
 def codes_by_node(tree, b):
     nodes = np.flatnonzero(np.asarray(tree.node_visits[b]) > 0)
     return nodes, np.asarray(tree.embeddings[b])[nodes]
@@ -108,8 +120,7 @@ def test_the_tree_is_the_one_searched_without():
     key = jax.random.key(0)
     with_t = searched(ROOTS, N, key, TOY, True)
     without = searched(ROOTS, N, key, TOY, False)
-    for name, want in fields(without).items():
-        np.testing.assert_array_equal(fields(with_t)[name], want, err_msg=name)
+    assert_same_tree(with_t, without)
     # The toy's moves commute, so the trees hold positions twice: the cache had work.
     for b in range(len(ROOTS)):
         nodes, positions = codes_by_node(with_t, b)
@@ -118,6 +129,32 @@ def test_the_tree_is_the_one_searched_without():
         table = with_t.extra_data
         np.testing.assert_array_equal(np.asarray(table.codes[b, nodes[1:], 0]), positions[1:])
         assert np.all(np.asarray(table.codes[b, 0]) == 0)
+
+
+def test_gumbels_search_finds_its_noise_and_is_the_same():
+    """A Gumbel tree keeps its root noise under the transpositions' extra data
+    (mctx's selection reads ``extra_data.root_gumbel``): the same tree and
+    the same move as without."""
+    root_selection, interior_selection = mctx_loop.gumbel_selection(N, 4)
+
+    @functools.partial(jax.jit, static_argnames="transpositions")
+    def gumbel(key, transpositions):
+        invalid = jnp.zeros((len(ROOTS), A), bool)
+        tree = mctx_loop.gumbel_tree(root(ROOTS), N, invalid, jax.random.key(7))
+        if transpositions:
+            tree = mctx_loop.with_transpositions(tree, 2)
+        tree = mctx_loop.continue_tree(None, key, tree, recurrent_fn=TOY,
+                                       root_action_selection_fn=root_selection,
+                                       interior_action_selection_fn=interior_selection,
+                                       until=N)
+        return tree, mctx_loop.gumbel_result(tree)
+
+    (with_t, out_t), (without, out) = gumbel(jax.random.key(3), True), gumbel(
+        jax.random.key(3), False)
+    assert_same_tree(with_t, without)
+    np.testing.assert_array_equal(np.asarray(out_t[0]), np.asarray(out[0]))
+    np.testing.assert_array_equal(np.asarray(with_t.extra_data.root_gumbel),
+                                  np.asarray(without.extra_data.root_gumbel))
 
 
 def test_a_position_is_evaluated_once():
@@ -152,8 +189,7 @@ def test_a_carried_tree_keeps_its_codes_and_searches_on_the_same():
         mctx_loop.continue_tree, None, root_action_selection_fn=puct,
         interior_action_selection_fn=puct, until=N, recurrent_fn=TOY))
     on = {t: grow(key, tree) for t, tree in carried.items()}
-    for name, want in fields(on[False]).items():
-        np.testing.assert_array_equal(fields(on[True])[name], want, err_msg=name)
+    assert_same_tree(on[True], on[False])
 
 
 def test_what_cannot_use_them_is_refused():
