@@ -560,3 +560,4 @@ def test_transpositions_search_the_same_as_without(eng):
     assert a[True].simulations == a[False].simulations == CAPACITY
     assert np.asarray(state.board)[a[True].action] == 0
     np.testing.assert_allclose(a[True].visits, a[False].visits, atol=3)
+    assert 0.0 <= eng.transposed() < 1.0 and plain.transposed() == 0.0

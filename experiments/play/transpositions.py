@@ -62,10 +62,7 @@ def measure(model_name: str, positions: int, every: int, plies: int, sims: int,
                 a = e.analyse(rules, state, simulations=sims)
                 rates[on] = max(rates[on], a.simulations / a.elapsed)
                 visits[on] = np.asarray(a.visits)
-        tree = engines[True]._lasts[0].tree
-        held = np.asarray(tree.node_visits[0]) > 0
-        codes = np.asarray(tree.extra_data.codes[0])[held][1:]
-        transposed = 1.0 - len({c.tobytes() for c in codes}) / max(len(codes), 1)
+        transposed = engines[True].transposed()
         rows.append({"opening": (i * every) % len(opening_set), "stones": int(state.num_moves),
                      "same_visits": bool(np.array_equal(visits[True], visits[False])),
                      "transposed": transposed, "with_sims_per_s": rates[True],

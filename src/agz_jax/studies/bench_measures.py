@@ -173,12 +173,7 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
             best[name] = max(best[name], a.simulations / a.elapsed)
     for name, rate in best.items():
         out[f"{name}_sims_per_s"] = rate
-    # Of the last plain search's nodes below the root, the share whose position
-    # an earlier node holds: the evaluations transpositions saved.
-    tree = engines["plain"]._lasts[0].tree
-    held = np.asarray(tree.node_visits[0]) > 0
-    codes = np.asarray(tree.extra_data.codes[0])[held][1:]
-    out["transposed_fraction"] = 1.0 - len({c.tobytes() for c in codes}) / max(len(codes), 1)
+    out["transposed_fraction"] = engines["plain"].transposed()  # the evaluations saved
     out["transpositions_speedup"] = best["plain"] / best["plain_without_transpositions"]
     out["trees_2_speedup"] = best["trees_2"] / best["plain"]
     out["best_speedup"] = max(best.values()) / best["plain"]
