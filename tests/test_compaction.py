@@ -1,7 +1,7 @@
 """``compaction.map_where``: a row-wise function on the rows that need it only
 gives ``jax.vmap``'s bits there and zeros elsewhere, for every count of needed
-rows (each branch of its switch), under ``jit``, ``vmap`` and ``scan``; and each
-branch computes the function on as many rows as it should."""
+rows (each number of chunks of its loop), under ``jit``, ``vmap`` and ``scan``;
+and it computes the function on the chunks the needed rows fill, and no more."""
 
 from __future__ import annotations
 
@@ -53,27 +53,49 @@ def test_the_needed_rows_get_vmaps_bits_the_others_zeros(size, data):
 
 
 def test_capacities_are_the_fractions_below_the_batch():
-    assert compaction.capacities(64) == (8, 16, 32)
-    assert compaction.capacities(3) == (1, 2)
-    assert compaction.capacities(1) == ()
+    fractions = (0.125, 0.25, 0.5)
+    assert compaction.capacities(64, fractions) == (8, 16, 32)
+    assert compaction.capacities(3, fractions) == (1, 2)
+    assert compaction.capacities(1, fractions) == ()
 
 
-def test_each_branch_computes_its_share_of_rows_only():
+def test_chunks_are_an_eighth_of_the_batch_at_least_one_row():
+    assert compaction.chunk_size(64) == 8
+    assert compaction.chunk_size(65) == 9
+    assert compaction.chunk_size(4) == compaction.chunk_size(1) == 1
+
+
+def test_the_function_is_traced_once_at_the_chunks_size():
     seen = []
 
     def recording(x):
-        seen.append(x.shape)  # traced once per branch, under its vmap
+        seen.append(x.shape)  # traced per row under vmap
         return x + 1
 
     x = np.zeros((64, 2), np.int32)
-    jax.jit(lambda n, a: compaction.map_where(recording, n, a)).lower(np.ones(64, bool), x)
-    # eval_shape of one row, then the sub-batches of 8, 16 and 32 rows and all 64
-    # (each traced per row under vmap, so the shapes are one row's).
-    assert len(seen) == 5
     text = str(jax.make_jaxpr(lambda n, a: compaction.map_where(recording, n, a))(
         np.ones(64, bool), x))
-    for rows in (8, 16, 32, 64):
-        assert f"i32[{rows},2]" in text
+    assert len(seen) == 2  # eval_shape of one row, then the chunk's vmap
+    assert "i32[8,2]" in text
+    for rows in (16, 32):
+        assert f"i32[{rows},2]" not in text
+
+
+@pytest.mark.parametrize("count", [0, 1, 8, 9, 61])
+def test_only_the_chunks_the_needed_rows_fill_are_computed(count):
+    computed = []
+
+    def counting(x):
+        jax.debug.callback(lambda v: computed.append(np.size(v)), x[0])
+        return x + 1
+
+    needed = np.zeros(64, bool)
+    needed[np.random.default_rng(count).permutation(64)[:count]] = True
+    x = np.arange(128, dtype=np.int32).reshape(64, 2)
+    got = jax.jit(lambda n, a: compaction.map_where(counting, n, a))(needed, x)
+    jax.effects_barrier()
+    np.testing.assert_array_equal(np.asarray(got), np.where(needed[:, None], x + 1, 0))
+    assert sum(computed) == -(-count // 8) * 8  # whole chunks of 8 rows
 
 
 def test_vmapped_it_is_one_batch_of_all_rows():
@@ -86,7 +108,7 @@ def test_vmapped_it_is_one_batch_of_all_rows():
     for s in range(3):
         assert_equal({k: v[s] for k, v in got.items()}, want(needed[s], x[s], y))
     text = str(jax.make_jaxpr(f)(needed, x))
-    assert text.count("cond[") == 1 and "bool[24]" in text  # one switch over 24 rows
+    assert text.count("while[") == 1 and "bool[24]" in text  # one loop over 24 rows
 
 
 def test_vmapped_inside_a_scan():

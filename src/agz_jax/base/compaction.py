@@ -3,20 +3,24 @@
 The search reads tactics at every node of a batch of positions, and some
 readings are costly and rarely needed: the answers to an open three or to a
 four-three only matter where the opponent has one. ``jax.vmap`` computes them
-for every row. ``map_where`` gathers the rows that need them into a smaller
-batch of fixed size, computes them there and scatters the results back, with
-static shapes and no host round trip:
+for every row. ``map_where`` gathers the rows that need them, in chunks of a
+fixed size (``CHUNKS`` to a batch), computes each chunk and scatters its
+results back, with static shapes and no host round trip:
 
-* ``lax.switch`` takes the smallest capacity (a few fractions of the batch,
-  ``FRACTIONS``) that holds the rows needing it; nothing is computed when no
-  row does, and every row when more than the largest capacity do;
+* a ``lax.while_loop`` runs as many chunks as the needed rows fill: none when
+  no row needs it, every chunk when all do;
 * a row that does not need it gets zeros (``False``).
+
+The function is traced and compiled once, at the chunk's size: a switch
+between sub-batches of several sizes held one copy of it per size, and made
+every program that reads the tactics about three times as long to compile.
 
 The results are the same bits as ``jax.vmap`` on the needed rows: each row is
 computed on its own, whatever batch it is in (integer and boolean tactics,
 checked in the tests).
 
-Under ``jax.vmap`` a switch with a batched index would run every branch, so
+Under ``jax.vmap`` a loop with a batched trip count would run the longest
+row's chunks for every row, so
 ``map_where`` has its own batching rule (``with_vmap_rule``, on
 ``custom_vmap``): a vmapped batch ``[S, B]`` is one batch of ``S * B`` rows.
 """
@@ -32,14 +36,19 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_batching import custom_vmap
 
-FRACTIONS = (0.125, 0.25, 0.5)
-"""The capacities, as fractions of the batch; the smallest that holds the rows
-needing the function is used."""
+CHUNKS = 8
+"""``map_where`` computes the rows that need the function in chunks of
+``1 / CHUNKS`` of the batch (``chunk_size``)."""
 
 
-def capacities(size: int, fractions: tuple[float, ...] = FRACTIONS) -> tuple[int, ...]:
-    """The sub-batch sizes for a batch of ``size`` rows: those of ``fractions``
-    of it below ``size``, distinct, ascending."""
+def chunk_size(size: int) -> int:
+    """The rows of one of ``map_where``'s chunks for a batch of ``size`` rows."""
+    return max(1, math.ceil(size / CHUNKS))
+
+
+def capacities(size: int, fractions: tuple[float, ...]) -> tuple[int, ...]:
+    """Sub-batch sizes for a batch of ``size`` rows: those of ``fractions``
+    of it below ``size``, distinct, ascending (the routed nets' capacities)."""
     return tuple(sorted({k for f in fractions if (k := math.ceil(f * size)) < size}))
 
 
@@ -143,33 +152,26 @@ def map_where(fn: Callable[..., Any], needed: jax.Array, *args: Any) -> Any:
 
 def _map_where(fn, needed: jax.Array, args):
     size = needed.shape[0]
-    row = lambda x: x[0]  # noqa: E731
-    shapes = jax.eval_shape(fn, *jax.tree.map(row, args))
-    zeros = lambda n: jax.tree.map(  # noqa: E731
-        lambda s: jnp.zeros((n, *s.shape), s.dtype), shapes)
+    chunk = chunk_size(size)
+    chunks = -(-size // chunk)
+    shapes = jax.eval_shape(fn, *jax.tree.map(lambda x: x[0], args))
+    count = jnp.sum(needed, dtype=jnp.int32)
+    # The needed rows first, then the others; the last chunk's overhang points
+    # past the batch (read clipped, written nowhere).
+    order = jnp.concatenate([first_true(needed, size),
+                             jnp.full(chunks * chunk - size, size, jnp.int32)])
 
-    def nothing(needed, args):
-        return zeros(size)
-
-    def some(k: int):
-        def run(needed, args):
-            _, rows = jax.lax.top_k(needed.astype(jnp.int32), k)  # the needed rows first
-            out = jax.vmap(fn)(*jax.tree.map(lambda x: x[rows], args))
-            keep = needed[rows]
-            return jax.tree.map(
-                lambda z, o: z.at[rows].set(
-                    jnp.where(keep.reshape(-1, *([1] * (o.ndim - 1))), o, jnp.zeros_like(o))),
-                zeros(size), out)
-
-        return run
-
-    def every(needed, args):
-        out = jax.vmap(fn)(*args)
+    def run_chunk(i, out):
+        start = i * chunk
+        rows = jax.lax.dynamic_slice_in_dim(order, start, chunk)
+        keep = start + jnp.arange(chunk) < count
+        got = jax.vmap(fn)(*jax.tree.map(lambda x: jnp.take(x, rows, axis=0, mode="clip"),
+                                         args))
         return jax.tree.map(
-            lambda o: jnp.where(needed.reshape(-1, *([1] * (o.ndim - 1))), o,
-                                jnp.zeros_like(o)), out)
+            lambda z, o: z.at[rows].set(
+                jnp.where(keep.reshape(-1, *([1] * (o.ndim - 1))), o, jnp.zeros_like(o)),
+                mode="drop"),
+            out, got)
 
-    count = jnp.sum(needed.astype(jnp.int32))
-    index = jnp.where(count == 0, 0, 1 + capacities_below(count, capacities(size)))
-    return jax.lax.switch(index, [nothing, *(some(k) for k in capacities(size)), every],
-                          needed, args)
+    out = jax.tree.map(lambda s: jnp.zeros((size, *s.shape), s.dtype), shapes)
+    return jax.lax.fori_loop(0, (count + chunk - 1) // chunk, run_chunk, out)
