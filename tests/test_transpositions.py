@@ -1,5 +1,5 @@
 """Transpositions: a tree ``with_transpositions`` evaluates each position once
-(``mctx_loop.Expansion``, ``Searcher.begin(transpositions=True)``, the engine).
+(``Expansion``, ``Searcher.begin(transpositions=True)``, the engine).
 
 On a toy game whose moves commute (a position is how often each action was
 played, so every order of the same moves is one position): the trees are the
@@ -25,6 +25,7 @@ from agz_jax.game.gomoku import Rules, State
 from agz_jax.play import engine
 from agz_jax.search import mctx_loop
 from agz_jax.search import searcher as search
+from agz_jax.search.transpositions import Expansion, with_transpositions
 
 A = 4  # actions
 N = 48  # the searches' capacity
@@ -56,7 +57,7 @@ def toy_code(embedding):
     return jnp.stack([embedding.astype(jnp.uint32), jnp.ones_like(embedding, jnp.uint32)], -1)
 
 
-TOY = mctx_loop.Expansion(move=toy_move, evaluate=lambda p, k, c: toy_eval(c),
+TOY = Expansion(move=toy_move, evaluate=lambda p, k, c: toy_eval(c),
                           output=toy_output, code=toy_code)
 
 
@@ -67,7 +68,7 @@ def noisy_evaluate(params, key, child):
     return logits, jax.random.uniform(key, child.shape, minval=-1.0, maxval=1.0)
 
 
-NOISY = mctx_loop.Expansion(move=toy_move, evaluate=noisy_evaluate, output=toy_output,
+NOISY = Expansion(move=toy_move, evaluate=noisy_evaluate, output=toy_output,
                             code=toy_code)
 
 
@@ -89,7 +90,7 @@ def puct(key, tree, node_index, depth=0):
 def searched(roots, until, key, expansion, transpositions):
     tree = mctx_loop.start_tree(root(roots), N)
     if transpositions:
-        tree = mctx_loop.with_transpositions(tree, 2)
+        tree = with_transpositions(tree, 2)
     return mctx_loop.continue_tree(None, key, tree, recurrent_fn=expansion,
                                    root_action_selection_fn=puct,
                                    interior_action_selection_fn=puct, until=until)
@@ -142,7 +143,7 @@ def test_gumbels_search_finds_its_noise_and_is_the_same():
         invalid = jnp.zeros((len(ROOTS), A), bool)
         tree = mctx_loop.gumbel_tree(root(ROOTS), N, invalid, jax.random.key(7))
         if transpositions:
-            tree = mctx_loop.with_transpositions(tree, 2)
+            tree = with_transpositions(tree, 2)
         tree = mctx_loop.continue_tree(None, key, tree, recurrent_fn=TOY,
                                        root_action_selection_fn=root_selection,
                                        interior_action_selection_fn=interior_selection,
@@ -162,8 +163,8 @@ def test_a_position_is_evaluated_once():
     (below the root) share the first one's prior and value only with
     transpositions."""
     key = jax.random.key(1)
-    for transpositions, shared in ((True, True), (False, False)):
-        tree = searched(ROOTS, N, key, NOISY, transpositions)
+    for on, shared in ((True, True), (False, False)):
+        tree = searched(ROOTS, N, key, NOISY, on)
         agree = []
         for b in range(len(ROOTS)):
             nodes, positions = codes_by_node(tree, b)
@@ -193,7 +194,7 @@ def test_a_carried_tree_keeps_its_codes_and_searches_on_the_same():
 
 
 def test_what_cannot_use_them_is_refused():
-    tree = mctx_loop.with_transpositions(mctx_loop.start_tree(root(ROOTS), N), 2)
+    tree = with_transpositions(mctx_loop.start_tree(root(ROOTS), N), 2)
     kwargs = dict(root_action_selection_fn=puct, interior_action_selection_fn=puct, until=4)
     plain = lambda p, k, a, e: TOY(p, k, a, e)  # noqa: E731  (not an Expansion)
     with pytest.raises(ValueError, match="Expansion"):

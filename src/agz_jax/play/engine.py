@@ -89,6 +89,7 @@ from agz_jax.nets.models import Model
 from agz_jax.play import programs, readings
 from agz_jax.play.readings import VCF_SHARE, VCF_UNTIMED_S, VCT_SHARE, VCT_UNTIMED_S
 from agz_jax.search import mctx_loop
+from agz_jax.search.transpositions import Transpositions
 
 DEFAULT_CHUNK = 16
 
@@ -398,7 +399,7 @@ class Engine:
         whose position an earlier node holds: the evaluations transpositions
         saved (0 with nothing searched or transpositions off)."""
         last = self._lasts[0]
-        if last is None or not isinstance(last.tree.extra_data, mctx_loop.Transpositions):
+        if last is None or not isinstance(last.tree.extra_data, Transpositions):
             return 0.0
         held = np.asarray(last.tree.node_visits[0]) > 0
         codes = np.asarray(last.tree.extra_data.codes[0])[held][1:]

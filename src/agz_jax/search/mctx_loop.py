@@ -16,9 +16,10 @@ tree; this project needs what it does not give:
 * leaf parallelism in one tree (``parallel_steps``): K leaves a step, selected
   under virtual loss and evaluated in one call of the net (with K = 1, mctx's
   loop bit for bit);
-* transpositions (``Expansion``, ``with_transpositions``): a position the tree
+* transpositions (``agz_jax.search.transpositions``): a position the tree
   holds already, reached by another order of the same moves, takes the
-  prior and value of its first node instead of another call of the net.
+  prior and value of its node instead of another call of the net
+  (``_expand_known``).
 
 Everything that touches ``mctx._src`` lives here, so an mctx upgrade is checked
 in one place (``tests/test_search.py`` compares these against mctx's own
@@ -27,7 +28,6 @@ in one place (``tests/test_search.py`` compares these against mctx's own
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from typing import NamedTuple
@@ -36,11 +36,12 @@ import chex
 import jax
 import jax.numpy as jnp
 import mctx
-import numpy as np
 from mctx._src import action_selection as mctx_selection
 from mctx._src import qtransforms as mctx_qtransforms
 from mctx._src import search as mctx_search
 from mctx._src import seq_halving as mctx_seq_halving
+
+from agz_jax.search.transpositions import Expansion, Transpositions
 
 
 class Selection(NamedTuple):
@@ -49,75 +50,6 @@ class Selection(NamedTuple):
 
     root: Callable
     interior: Callable
-
-
-@dataclasses.dataclass(frozen=True)
-class Expansion:
-    """A ``recurrent_fn`` in parts, so that a search can skip the evaluation of a
-    position its tree holds already. Called whole, it is mctx's ``recurrent_fn``.
-
-    Attributes:
-      move: ``(params, key, action[B], embedding[B]) -> child[B]``, the child
-        positions' embeddings.
-      evaluate: ``(params, key, child[B]) -> (prior_logits[B, A], value[B])``,
-        the costly part: it must depend on the child's position alone (what
-        ``code`` packs), so that one evaluation serves every node of it.
-      output: ``(embedding[B], child[B], prior_logits, value) ->
-        mctx.RecurrentFnOutput``, the edge's reward and discount; given a
-        node's own stored ``raw_values`` as ``value``, it returns it unchanged.
-      code: ``embedding[...] -> uint32[..., W]``, the position packed into W
-        words: equal exactly for positions ``evaluate`` cannot tell apart, and
-        never all zeros for a child (the code of a node not yet expanded).
-    """
-
-    move: Callable
-    evaluate: Callable
-    output: Callable
-    code: Callable
-
-    def __call__(self, params, rng_key, action, embedding):
-        child = self.move(params, rng_key, action, embedding)
-        prior_logits, value = self.evaluate(params, rng_key, child)
-        return self.output(embedding, child, prior_logits, value), child
-
-
-@chex.dataclass(frozen=True)
-class Transpositions:
-    """A tree's ``extra_data`` when its search evaluates each position once
-    (``with_transpositions``): each node's position code (``Expansion.code``)
-    and a key of it to look it up by, and the search's own extra data
-    (Gumbel's noise), which mctx's Gumbel selection still finds as
-    ``root_gumbel``. A node's entries are valid once it is expanded."""
-
-    keys: jax.Array  # uint32[B, N]
-    codes: jax.Array  # uint32[B, N, W]
-    inner: object = None
-
-    @property
-    def root_gumbel(self):
-        return self.inner.root_gumbel
-
-
-def with_transpositions(tree: mctx.Tree, code_words: int) -> mctx.Tree:
-    """``tree`` made to share evaluations between transpositions in
-    ``continue_tree`` (whose ``recurrent_fn`` must then be an ``Expansion``
-    with codes of ``code_words`` words): a node expanded into a position that
-    another node below the root holds already (the same code: for the
-    searcher, the same stones, side to move and last move) takes that node's
-    prior logits and raw value, and the net is not called unless another row
-    of the batch needs it. The trees are the ones searched without, up to the
-    net's rounding between two calls on one position. How many nodes are
-    such transpositions depends on the position: 7% to 84% of a 4,096-node
-    tree in the engine's searches of docs/performance.md.
-
-    The root is never a source: its prior may carry exploration noise.
-    """
-    if isinstance(tree.extra_data, Transpositions):
-        return tree
-    keys = jnp.zeros(tree.node_visits.shape, jnp.uint32)
-    codes = jnp.zeros(tree.node_visits.shape + (code_words,), jnp.uint32)
-    return tree.replace(extra_data=Transpositions(keys=keys, codes=codes,
-                                                  inner=tree.extra_data))
 
 
 def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
@@ -225,20 +157,13 @@ def _expand_known(params, rng_key, tree: mctx.Tree, expansion: Expansion, parent
     Only the transpositions' own arrays and the source's prior and value are
     read here: a read of the tree's embeddings after the selection's loop
     would make XLA copy them on every simulation."""
-    batch_size, num_nodes = tree.node_visits.shape
+    batch_size = tree.node_visits.shape[0]
     batch_range = jnp.arange(batch_size)
     rows = jnp.where(active, batch_range, batch_size)
     child = expansion.move(params, rng_key, action, embedding)
     code = expansion.code(child)
-    key = _mix(code)
     table = tree.extra_data
-    # A node not expanded (or the root) holds the key and code 0, which no
-    # child's code is (its last move is a point). Of the nodes that hold the
-    # key, the last (all of one position share one evaluation): a max, which
-    # vectorises where an argmax would not.
-    source = jnp.max(jnp.where(table.keys == key[:, None], jnp.arange(num_nodes), -1), axis=-1)
-    found, source = source >= 0, jnp.maximum(source, 0)
-    known = found & jnp.all(table.codes[batch_range, source] == code, axis=-1)
+    key, known, source = table.find(code)
     logits = tree.children_prior_logits[batch_range, source]
     value = tree.raw_values[batch_range, source]
 
@@ -250,27 +175,8 @@ def _expand_known(params, rng_key, tree: mctx.Tree, expansion: Expansion, parent
     logits, value = jax.lax.cond(jnp.all(known), lambda: (logits, value), evaluate)
     step = expansion.output(embedding, child, logits, value)
     chex.assert_shape(step.prior_logits, [batch_size, tree.num_actions])
-    tree = tree.replace(extra_data=table.replace(
-        keys=table.keys.at[rows, next_node_index].set(key, mode="drop"),
-        codes=table.codes.at[rows, next_node_index].set(code, mode="drop")))
+    tree = tree.replace(extra_data=table.recorded(rows, next_node_index, key, code))
     return _write_expansion(tree, rows, parent_index, action, next_node_index, step, child)
-
-
-def _mix(code: jax.Array) -> jax.Array:
-    """uint32[...]: a key of each code uint32[..., W] (equal codes, equal keys):
-    each word offset by a random constant of its place and mixed by
-    MurmurHash3's finaliser, then summed."""
-    offsets = jnp.asarray(np.random.default_rng(_MIX_SEED).integers(
-        0, 2**32, size=code.shape[-1], dtype=np.uint32))
-    h = code + offsets
-    h = (h ^ (h >> 16)) * jnp.uint32(0x85EBCA6B)
-    h = (h ^ (h >> 13)) * jnp.uint32(0xC2B2AE35)
-    h = h ^ (h >> 16)
-    return jnp.sum(h, axis=-1, dtype=jnp.uint32)
-
-
-_MIX_SEED = 20261129
-"""The seed of ``_mix``'s offsets (any fixed value)."""
 
 
 def _write_expansion(tree: mctx.Tree, rows, parent, action, node, step, embedding) -> mctx.Tree:
@@ -716,9 +622,7 @@ def reuse(tree: mctx.Tree, action: jax.Array) -> mctx.Tree:
         :, mctx.Tree.ROOT_INDEX].set(mctx.Tree.NO_PARENT)
     extra_data = tree.extra_data
     if isinstance(extra_data, Transpositions):
-        root = mctx.Tree.ROOT_INDEX  # never a source: its prior may carry noise
-        extra_data = extra_data.replace(keys=gather(extra_data.keys, 0).at[:, root].set(0),
-                                        codes=gather(extra_data.codes, 0).at[:, root].set(0))
+        extra_data = extra_data.carried(gather)
     return tree.replace(
         extra_data=extra_data,
         node_visits=gather(tree.node_visits, 0),
@@ -747,8 +651,7 @@ def with_root(tree: mctx.Tree, root: mctx.RootFnOutput, invalid_actions: jax.Arr
     """
     extra_data = tree.extra_data
     if isinstance(extra_data, Transpositions):  # a fresh row's nodes: none expanded
-        extra_data = extra_data.replace(keys=jnp.zeros_like(extra_data.keys),
-                                        codes=jnp.zeros_like(extra_data.codes))
+        extra_data = extra_data.cleared()
     fresh = start_tree(root, tree.node_visits.shape[1] - 1, invalid_actions, extra_data)
     carried = node_count(tree) > 0
 

@@ -46,7 +46,6 @@ from agz_jax.game.gomoku import Rules, State, stone
 from agz_jax.game.tactics import search_moves, threat_value
 from agz_jax.nets.networks import Networks, cast_params, split
 from agz_jax.search.mctx_loop import (
-    Expansion,
     continue_tree,
     gumbel_result,
     gumbel_selection,
@@ -55,8 +54,8 @@ from agz_jax.search.mctx_loop import (
     reuse,
     start_tree,
     with_root,
-    with_transpositions,
 )
+from agz_jax.search.transpositions import Expansion, with_transpositions
 
 
 class Backup(NamedTuple):
@@ -116,7 +115,7 @@ def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float, forced: bool =
     a child whose side to move has a win read from the stones
     (``threat_value``) takes that win's value instead of the net's.
 
-    It is an ``mctx_loop.Expansion``: the move, the evaluation (the nets, the
+    It is an ``transpositions.Expansion``: the move, the evaluation (the nets, the
     tactics and the threat values, a function of the position alone while the
     nets' features do not read the order of the moves) and the backup's
     edge, so that a tree ``with_transpositions`` evaluates a position once."""
@@ -328,7 +327,7 @@ class Searcher:
           restricted), used instead of the roots' own ``search_moves``, so that
           the tactics are not read twice; None: the roots' ``search_moves``.
         transpositions: evaluate each position of the tree once
-          (``mctx_loop.with_transpositions``; ``grow`` one leaf a step). Only
+          (``transpositions.with_transpositions``; ``grow`` one leaf a step). Only
           where the nets' features do not read the order of the moves
           (``features.history`` 0): else two orders of the same moves are two
           evaluations.

@@ -1,0 +1,150 @@
+"""Transpositions: a search that evaluates each position of its tree once.
+
+Two orders of the same moves reach the same position, and a search tree holds
+such positions at several nodes (7% to 84% of a 4,096-node tree in the
+engine's searches of docs/performance.md). A position's prior and value
+depend on the position alone, so a node expanded into a position that
+another node below the root holds already can take that node's prior logits
+and raw value instead of another call of the net.
+
+* ``Expansion``: a ``recurrent_fn`` in parts (the move, the evaluation, the
+  output, the position's code), so that the evaluation can be skipped;
+* ``Transpositions``: the table a tree carries in its ``extra_data``, each
+  node's code and a key to find it by (``find``, ``recorded``); a carried
+  subtree keeps it (``carried``), a fresh tree starts empty (``cleared``);
+* ``with_transpositions``: a tree made to carry it.
+
+The search loop (``agz_jax.search.mctx_loop``) reads and writes the table as
+it expands nodes; nothing here touches ``mctx._src``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import chex
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Expansion:
+    """A ``recurrent_fn`` in parts, so that a search can skip the evaluation of a
+    position its tree holds already. Called whole, it is mctx's ``recurrent_fn``.
+
+    Attributes:
+      move: ``(params, key, action[B], embedding[B]) -> child[B]``, the child
+        positions' embeddings.
+      evaluate: ``(params, key, child[B]) -> (prior_logits[B, A], value[B])``,
+        the costly part: it must depend on the child's position alone (what
+        ``code`` packs), so that one evaluation serves every node of it.
+      output: ``(embedding[B], child[B], prior_logits, value) ->
+        mctx.RecurrentFnOutput``, the edge's reward and discount; given a
+        node's own stored ``raw_values`` as ``value``, it returns it unchanged.
+      code: ``embedding[...] -> uint32[..., W]``, the position packed into W
+        words: equal exactly for positions ``evaluate`` cannot tell apart, and
+        never all zeros for a child (the code of a node not yet expanded).
+    """
+
+    move: Callable
+    evaluate: Callable
+    output: Callable
+    code: Callable
+
+    def __call__(self, params, rng_key, action, embedding):
+        child = self.move(params, rng_key, action, embedding)
+        prior_logits, value = self.evaluate(params, rng_key, child)
+        return self.output(embedding, child, prior_logits, value), child
+
+
+@chex.dataclass(frozen=True)
+class Transpositions:
+    """A tree's ``extra_data`` when its search evaluates each position once
+    (``with_transpositions``): each node's position code (``Expansion.code``)
+    and a key of it to look it up by, and the search's own extra data
+    (Gumbel's noise), which mctx's Gumbel selection still finds as
+    ``root_gumbel``. A node's entries are valid once it is expanded."""
+
+    keys: jax.Array  # uint32[B, N]
+    codes: jax.Array  # uint32[B, N, W]
+    inner: object = None
+
+    @property
+    def root_gumbel(self):
+        return self.inner.root_gumbel
+
+    def find(self, code: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """(key uint32[B], known bool[B], source int32[B]) of each row's child
+        code uint32[B, W]: its key, whether a node of the row holds that code,
+        and which (0 where none does)."""
+        batch_size, num_nodes = self.keys.shape
+        key = _mix(code)
+        # A node not expanded (or the root) holds the key and code 0, which no
+        # child's code is (its last move is a point). Of the nodes that hold the
+        # key, the last (all of one position share one evaluation): a max, which
+        # vectorises where an argmax would not.
+        source = jnp.max(jnp.where(self.keys == key[:, None], jnp.arange(num_nodes), -1),
+                         axis=-1)
+        found, source = source >= 0, jnp.maximum(source, 0)
+        known = found & jnp.all(self.codes[jnp.arange(batch_size), source] == code, axis=-1)
+        return key, known, source
+
+    def recorded(self, rows: jax.Array, node: jax.Array, key: jax.Array, code: jax.Array
+                 ) -> Transpositions:
+        """The table with ``node`` of each of ``rows`` (out of range: dropped)
+        holding ``key`` and ``code``."""
+        return self.replace(keys=self.keys.at[rows, node].set(key, mode="drop"),
+                            codes=self.codes.at[rows, node].set(code, mode="drop"))
+
+    def carried(self, gather: Callable) -> Transpositions:
+        """The table of a subtree carried to the next search: ``gather(x,
+        fill)`` renumbers a ``[B, N, ...]`` array's nodes (``mctx_loop.reuse``).
+        The new root's entries are cleared: never a source, as its prior may
+        carry noise."""
+        root = mctx.Tree.ROOT_INDEX
+        return self.replace(keys=gather(self.keys, 0).at[:, root].set(0),
+                            codes=gather(self.codes, 0).at[:, root].set(0))
+
+    def cleared(self) -> Transpositions:
+        """The table of a tree none of whose nodes is expanded."""
+        return self.replace(keys=jnp.zeros_like(self.keys), codes=jnp.zeros_like(self.codes))
+
+
+def with_transpositions(tree: mctx.Tree, code_words: int) -> mctx.Tree:
+    """``tree`` made to share evaluations between transpositions in
+    ``mctx_loop.continue_tree`` (whose ``recurrent_fn`` must then be an
+    ``Expansion`` with codes of ``code_words`` words): a node expanded into a
+    position that another node below the root holds already (the same code:
+    for the searcher, the same stones, side to move and last move) takes that
+    node's prior logits and raw value, and the net is not called unless
+    another row of the batch needs it. The trees are the ones searched
+    without, up to the net's rounding between two calls on one position.
+
+    The root is never a source: its prior may carry exploration noise.
+    """
+    if isinstance(tree.extra_data, Transpositions):
+        return tree
+    keys = jnp.zeros(tree.node_visits.shape, jnp.uint32)
+    codes = jnp.zeros(tree.node_visits.shape + (code_words,), jnp.uint32)
+    return tree.replace(extra_data=Transpositions(keys=keys, codes=codes,
+                                                  inner=tree.extra_data))
+
+
+def _mix(code: jax.Array) -> jax.Array:
+    """uint32[...]: a key of each code uint32[..., W] (equal codes, equal keys):
+    each word offset by a random constant of its place and mixed by
+    MurmurHash3's finaliser, then summed."""
+    offsets = jnp.asarray(np.random.default_rng(_MIX_SEED).integers(
+        0, 2**32, size=code.shape[-1], dtype=np.uint32))
+    h = code + offsets
+    h = (h ^ (h >> 16)) * jnp.uint32(0x85EBCA6B)
+    h = (h ^ (h >> 13)) * jnp.uint32(0xC2B2AE35)
+    h = h ^ (h >> 16)
+    return jnp.sum(h, axis=-1, dtype=jnp.uint32)
+
+
+_MIX_SEED = 20261129
+"""The seed of ``_mix``'s offsets (any fixed value)."""
