@@ -396,14 +396,15 @@ class Engine:
 
     def transposed(self) -> float:
         """Of the last search's first tree, the share of the nodes below the root
-        whose position an earlier node holds: the evaluations transpositions
-        saved (0 with nothing searched or transpositions off)."""
+        that took an earlier node's evaluation (the table records only the
+        evaluated ones): the evaluations transpositions saved (0 with nothing
+        searched or transpositions off)."""
         last = self._lasts[0]
         if last is None or not isinstance(last.tree.extra_data, Transpositions):
             return 0.0
         held = np.asarray(last.tree.node_visits[0]) > 0
         codes = np.asarray(last.tree.extra_data.codes[0])[held][1:]
-        return 1.0 - len({c.tobytes() for c in codes}) / max(len(codes), 1)
+        return float(np.mean(~np.any(codes != 0, axis=-1))) if len(codes) else 0.0
 
     def forget(self) -> None:
         """Drop the carried trees (a new game, a take-back): the next search starts fresh."""

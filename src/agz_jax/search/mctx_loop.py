@@ -175,7 +175,11 @@ def _expand_known(params, rng_key, tree: mctx.Tree, expansion: Expansion, parent
     logits, value = jax.lax.cond(jnp.all(known), lambda: (logits, value), evaluate)
     step = expansion.output(embedding, child, logits, value)
     chex.assert_shape(step.prior_logits, [batch_size, tree.num_actions])
-    tree = tree.replace(extra_data=table.recorded(rows, next_node_index, key, code))
+    # Only a position evaluated here is recorded: its node is the one every
+    # later node of it finds. The write then depends on the read, so that XLA
+    # updates the table in place (else it copied the codes twice a simulation).
+    recorded = jnp.where(known, batch_size, rows)
+    tree = tree.replace(extra_data=table.recorded(recorded, next_node_index, key, code))
     return _write_expansion(tree, rows, parent_index, action, next_node_index, step, child)
 
 

@@ -63,10 +63,13 @@ class Expansion:
 @chex.dataclass(frozen=True)
 class Transpositions:
     """A tree's ``extra_data`` when its search evaluates each position once
-    (``with_transpositions``): each node's position code (``Expansion.code``)
-    and a key of it to look it up by, and the search's own extra data
+    (``with_transpositions``): the position code (``Expansion.code``) of each
+    node that was evaluated, and a key of it to look it up by (zeros at the
+    other nodes: those that took an evaluated node's prior and value, the
+    root, the nodes not yet expanded), and the search's own extra data
     (Gumbel's noise), which mctx's Gumbel selection still finds as
-    ``root_gumbel``. A node's entries are valid once it is expanded."""
+    ``root_gumbel``. So a position is recorded at one node, the one every
+    later node of it finds."""
 
     keys: jax.Array  # uint32[B, N]
     codes: jax.Array  # uint32[B, N, W]
@@ -82,10 +85,10 @@ class Transpositions:
         and which (0 where none does)."""
         batch_size, num_nodes = self.keys.shape
         key = _mix(code)
-        # A node not expanded (or the root) holds the key and code 0, which no
-        # child's code is (its last move is a point). Of the nodes that hold the
-        # key, the last (all of one position share one evaluation): a max, which
-        # vectorises where an argmax would not.
+        # A node without an entry holds the key and code 0, which no child's
+        # code is (its last move is a point). Of the nodes that hold the key
+        # (more than one only where two positions' keys collide), the last: a
+        # max, which vectorises where an argmax would not.
         source = jnp.max(jnp.where(self.keys == key[:, None], jnp.arange(num_nodes), -1),
                          axis=-1)
         found, source = source >= 0, jnp.maximum(source, 0)
@@ -95,7 +98,7 @@ class Transpositions:
     def recorded(self, rows: jax.Array, node: jax.Array, key: jax.Array, code: jax.Array
                  ) -> Transpositions:
         """The table with ``node`` of each of ``rows`` (out of range: dropped)
-        holding ``key`` and ``code``."""
+        holding ``key`` and ``code``: a node whose position was evaluated."""
         return self.replace(keys=self.keys.at[rows, node].set(key, mode="drop"),
                             codes=self.codes.at[rows, node].set(code, mode="drop"))
 
