@@ -88,6 +88,7 @@ def _lines():
 
 
 LINES = _lines()  # every window of 5 points in a row
+LINES_THROUGH = [[w for w in LINES if a in w] for a in range(A)]
 
 
 def has_five(board, stone: int) -> bool:
@@ -95,14 +96,15 @@ def has_five(board, stone: int) -> bool:
 
 
 def winning_points(board, stone: int) -> set[int]:
-    """Empty points where ``stone`` would complete five (or more)."""
-    out = set()
-    for a in np.flatnonzero(np.asarray(board) == 0):
-        b = np.array(board)
-        b[a] = stone
-        if has_five(b, stone):
-            out.add(int(a))
-    return out
+    """Empty points where ``stone`` would complete five (or more). A stone
+    removes no five, and a five it makes holds it: unless the board has a
+    five already (then every empty point), only the windows through the
+    point can become one."""
+    empty = np.flatnonzero(np.asarray(board) == 0)
+    if has_five(board, stone):
+        return {int(a) for a in empty}
+    return {int(a) for a in empty
+            if any(all(p == a or board[p] == stone for p in w) for w in LINES_THROUGH[a])}
 
 
 def can_ever_five(board, stone: int) -> bool:
