@@ -666,10 +666,17 @@ LINE_ARRAY = np.asarray(LINES)
 
 
 def fives_points_np(board, stone: int) -> np.ndarray:
-    """bool[A]: ``winning_points`` as a mask, every empty point tried at once."""
-    boards = np.repeat(np.asarray(board)[None], A, axis=0)
-    boards[np.arange(A), np.arange(A)] = stone
-    return (np.asarray(board) == 0) & (boards[:, LINE_ARRAY] == stone).all(-1).any(-1)
+    """bool[A]: ``winning_points`` as a mask: every empty point if the board
+    holds a five of ``stone`` already, else the empty point of each window
+    of five that holds four of ``stone``."""
+    board = np.asarray(board)
+    windows = board[LINE_ARRAY]  # [W, 5]
+    if (windows == stone).all(-1).any():
+        return board == 0
+    hit = ((windows == stone).sum(-1) == 4) & ((windows == 0).sum(-1) == 1)
+    out = np.zeros(A, bool)
+    out[LINE_ARRAY[hit][windows[hit] == 0]] = True
+    return out
 
 
 def threat_answers_reference(board, stone: int) -> set[int]:
