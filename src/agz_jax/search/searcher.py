@@ -115,7 +115,7 @@ def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float, forced: bool =
     a child whose side to move has a win read from the stones
     (``threat_value``) takes that win's value instead of the net's.
 
-    It is an ``transpositions.Expansion``: the move, the evaluation (the nets, the
+    It is a ``transpositions.Expansion``: the move, the evaluation (the nets, the
     tactics and the threat values, a function of the position alone while the
     nets' features do not read the order of the moves) and the backup's
     edge, so that a tree ``with_transpositions`` evaluates a position once."""
