@@ -98,6 +98,26 @@ def test_only_the_chunks_the_needed_rows_fill_are_computed(count):
     assert sum(computed) == -(-count // 8) * 8  # whole chunks of 8 rows
 
 
+@pytest.mark.parametrize("needed", [False, True])
+def test_one_row_is_a_branch_not_a_loop(needed):
+    """A batch of one row (a one-position search) takes a ``cond``: the function
+    computed only where the row needs it, and no loop over chunks."""
+    computed = []
+
+    def counting(x):
+        jax.debug.callback(lambda v: computed.append(np.size(v)), x[0])
+        return x + 1
+
+    x = np.array([[3, 4]], np.int32)
+    f = lambda n, a: compaction.map_where(counting, n, a)  # noqa: E731
+    text = str(jax.make_jaxpr(f)(np.array([needed]), x))
+    assert "cond[" in text and "while[" not in text
+    got = jax.jit(f)(np.array([needed]), x)
+    jax.effects_barrier()
+    np.testing.assert_array_equal(np.asarray(got), x + 1 if needed else 0 * x)
+    assert sum(computed) == int(needed)
+
+
 def test_vmapped_it_is_one_batch_of_all_rows():
     rng = np.random.default_rng(0)
     needed = rng.random((3, 8)) < 0.3

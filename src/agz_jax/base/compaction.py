@@ -9,7 +9,8 @@ results back, with static shapes and no host round trip:
 
 * a ``lax.while_loop`` runs as many chunks as the needed rows fill: none when
   no row needs it, every chunk when all do;
-* a row that does not need it gets zeros (``False``).
+* a row that does not need it gets zeros (``False``);
+* a batch of one row (the engine's one-position search) is a ``lax.cond``.
 
 The function is traced and compiled once, at the chunk's size: a switch
 between sub-batches of several sizes held one copy of it per size, and made
@@ -141,7 +142,11 @@ def unflat_rows(axis_size: int, tree: Any) -> tuple[Any, Any]:
 
 def map_where(fn: Callable[..., Any], needed: jax.Array, *args: Any) -> Any:
     """``jax.vmap(fn)(*args)`` on the rows where ``needed`` bool[B], zeros on the
-    others. ``args``: pytrees of arrays with a leading batch axis ``B``."""
+    others. ``args``: pytrees of arrays with a leading batch axis ``B``.
+
+    The needed rows are read in chunks of ``chunk_size(B)`` in a loop; a batch
+    of one row (a one-position search) is a ``lax.cond`` instead, a few XLA
+    operations fewer than the loop's gathers and scatters."""
 
     def rule(axis_size, in_batched, needed, args):
         return unflat_rows(axis_size, run(*flat_rows(axis_size, tuple(in_batched), (needed, args))))
@@ -152,6 +157,11 @@ def map_where(fn: Callable[..., Any], needed: jax.Array, *args: Any) -> Any:
 
 def _map_where(fn, needed: jax.Array, args):
     size = needed.shape[0]
+    if size == 1:  # one row (a one-position search): a branch, not a loop over chunks
+        shapes = jax.eval_shape(jax.vmap(fn), *args)
+        return jax.lax.cond(needed[0], jax.vmap(fn),
+                            lambda *_: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
+                                                    shapes), *args)
     chunk = chunk_size(size)
     chunks = -(-size // chunk)
     shapes = jax.eval_shape(fn, *jax.tree.map(lambda x: x[0], args))

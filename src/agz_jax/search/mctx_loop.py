@@ -4,7 +4,8 @@ mctx's public ``mctx.search`` runs a fixed number of simulations from an empty
 tree; this project needs what it does not give:
 
 * a simulation written for the batch (``select_leaves``, ``batched_backward``):
-  the same trees bit for bit, without copying tree arrays on every step. XLA
+  the same trees (mctx's arithmetic in mctx's order; the backed-up values equal
+  to the rounding of two programs), without copying tree arrays on every step. XLA
   copies an array that one op writes in place while another may still read
   it; mctx's loop has such arrays (the embeddings, the children's indices,
   the visit counts), so its simulations slow down as the tree's capacity
@@ -15,7 +16,7 @@ tree; this project needs what it does not give:
 * Gumbel MuZero's policy on that loop (``gumbel_policy``);
 * leaf parallelism in one tree (``parallel_steps``): K leaves a step, selected
   under virtual loss and evaluated in one call of the net (with K = 1, mctx's
-  loop bit for bit);
+  loop's tree);
 * transpositions (``agz_jax.search.transpositions``): a position the tree
   holds already, reached by another order of the same moves, takes the
   prior and value of its node instead of another call of the net
@@ -65,7 +66,7 @@ def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
 
 
 def batched_backward(tree: mctx.Tree, leaf_index: jax.Array) -> mctx.Tree:
-    """mctx's ``backward``, written for the batch: the same trees, bit for bit.
+    """mctx's ``backward``, written for the batch: the same trees.
 
     mctx's is ``jax.vmap`` of a ``lax.while_loop`` carrying one tree; under
     vmap the batched predicate turns into a ``select`` over every carried tree
@@ -335,7 +336,8 @@ def search_tree(
     """``mctx.search`` (no ``max_depth``) with ``batched_backward``.
 
     mctx's own ``instantiate_tree_from_root`` and ``simulate``, its ``expand``'s
-    arithmetic, the same RNG splitting: the same tree, bit for bit (tested).
+    arithmetic, the same RNG splitting: the same tree (tested; its backed-up
+    values to float rounding, which XLA may contract differently in two loops).
     """
     tree = start_tree(root, num_simulations, invalid_actions, extra_data)
     return continue_tree(
@@ -378,7 +380,7 @@ def continue_tree(
 
     ``leaves``: 0 runs mctx's loop, one leaf at a time; K >= 1 runs
     ``parallel_steps``, K leaves a step evaluated in one call of
-    ``recurrent_fn`` (with K = 1, the same tree as mctx's loop, bit for bit).
+    ``recurrent_fn`` (with K = 1, the same tree as mctx's loop).
     A tree ``with_transpositions`` evaluates each position once (one leaf a
     step; ``recurrent_fn`` an ``Expansion``).
     """
@@ -474,7 +476,7 @@ def _expand_leaves(params, rng_key, tree: mctx.Tree, recurrent_fn, parent, actio
     """``_expand`` of K leaves a row, in one call of ``recurrent_fn`` on ``B * K``
     positions; ``parent``, ``action``, ``node``, ``active``: [B, K], the leaves
     of a row distinct where active; ``embedding``: the parents' ``[B, K, ...]``.
-    With K = 1, ``_expand``'s tree bit for bit."""
+    With K = 1, ``_expand``'s tree."""
     batch_size, num_leaves = parent.shape
     rows = jnp.where(active, jnp.arange(batch_size)[:, None], batch_size)
 
@@ -505,7 +507,7 @@ def parallel_steps(params, rng_key: jax.Array, tree: mctx.Tree, *, recurrent_fn,
     one node: the later one is dropped (not evaluated into the tree, not backed
     up), so a row's root visits stay its nodes less one, as in mctx's loop. A
     step selects at most the leaves the row's budget has left. With K = 1
-    nothing is pending, and the tree is mctx's loop's, bit for bit (the same
+    nothing is pending, and the tree is mctx's loop's (the same
     keys, node numbers and arithmetic; tested).
 
     For PUCT-like selections: Gumbel's root selection reads the visit counts

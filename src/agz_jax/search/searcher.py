@@ -55,6 +55,7 @@ from agz_jax.search.mctx_loop import (
     start_tree,
     with_root,
 )
+from agz_jax.search.packed import Packed, pack, unpack
 from agz_jax.search.transpositions import Expansion, with_transpositions
 
 
@@ -100,7 +101,7 @@ def make_root_fn(rules: Rules, nets: Networks, forced: bool = False,
         if legal is None:
             legal = search_moves(rules, states, forced, answer_threats, answer_four_threes)
         return mctx.RootFnOutput(
-            prior_logits=mask_logits(logits, legal), value=value, embedding=states
+            prior_logits=mask_logits(logits, legal), value=value, embedding=pack(states)
         )
 
     return root_fn
@@ -120,12 +121,13 @@ def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float, forced: bool =
     nets' features do not read the order of the moves) and the backup's
     edge, so that a tree ``with_transpositions`` evaluates a position once."""
 
-    def move(variables, key, action, states: State) -> State:
+    def move(variables, key, action, states: Packed) -> Packed:
         del variables, key
-        return jax.vmap(rules.step)(states, action)
+        return pack(jax.vmap(rules.step)(unpack(states), action))
 
-    def evaluate(variables, key, children: State):
+    def evaluate(variables, key, children: Packed):
         del key
+        children = unpack(children)
         obs = nets.observe(rules, children)
         logits, value = nets.evaluate(variables, obs, children.to_play, dtype=dtype)
         if threat_values:
@@ -135,12 +137,12 @@ def make_recurrent_fn(rules: Rules, nets: Networks, gamma: float, forced: bool =
         legal = search_moves(rules, children, forced, answer_threats, answer_four_threes)
         return mask_logits(logits, legal), value
 
-    def output(states: State, children: State, prior_logits, value):
-        backup = winning_value_decay(states, children, value, gamma)
+    def output(states: Packed, children: Packed, prior_logits, value):
+        backup = winning_value_decay(unpack(states), unpack(children), value, gamma)
         return mctx.RecurrentFnOutput(reward=backup.reward, discount=backup.discount,
                                       prior_logits=prior_logits, value=backup.value)
 
-    return Expansion(move, evaluate, output, functools.partial(position_code, rules))
+    return Expansion(move, evaluate, output, lambda states: position_code(rules, unpack(states)))
 
 
 def position_code(rules: Rules, states: State) -> jax.Array:
@@ -212,8 +214,8 @@ def puct_action_selection(key, tree: mctx.Tree, node_index, depth, *, c_puct: fl
     prior = jax.nn.softmax(tree.children_prior_logits[node_index])
     u = c_puct * prior * jnp.sqrt(tree.node_visits[node_index]) / (visits + 1)
     score = qtransform(tree, node_index) + u
-    board = tree.embeddings.board[node_index]
-    legal = (board == 0) & ~tree.embeddings.done[node_index]
+    node = jax.tree.map(lambda x: x[node_index], tree.embeddings)  # then its fields
+    legal = (node.board == 0) & ~node.done
     invalid = (prior <= 0) | (~legal & jnp.any(legal))
     invalid = invalid | (tree.root_invalid_actions * (depth == 0) > 0)
     return jnp.argmax(jnp.where(invalid, -jnp.inf, score)).astype(jnp.int32)
