@@ -271,6 +271,8 @@ def select_leaves(rng_keys: jax.Array, tree: mctx.Tree, selection: Selection,
         going_on = (new_next != mctx.Tree.UNVISITED) & (new_depth < max_depth)
 
         def keep(new, old):
+            if batch_size == 1:  # the loop runs only while its one row continues
+                return new
             where = continuing.reshape(continuing.shape + (1,) * (new.ndim - 1))
             return jnp.where(where, new, old)
 
