@@ -107,6 +107,16 @@ def test_chunks_grow_one_tree(eng):
     assert sorted(listed) == list(range(1, 13))
 
 
+def test_the_chunks_keys_are_the_eager_fold_ins():
+    """Between chunks the engine folds the chunk's number into the tree's key
+    with one compiled call: the keys ``jax.random.fold_in`` gives eagerly (a
+    Gumbel search draws from them)."""
+    key = jax.random.fold_in(jax.random.PRNGKey(3), 7)
+    for done in (0, 16, 8191):
+        np.testing.assert_array_equal(np.asarray(engine._fold_in(key, np.uint32(done + 1))),
+                                      np.asarray(jax.random.fold_in(key, done + 1)))
+
+
 @pytest.mark.parametrize("rule", ["freestyle", "standard"])
 def test_guard_completes_five_then_blocks(eng, rule):
     rules = eng.rules(rule)
