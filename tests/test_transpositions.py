@@ -26,6 +26,7 @@ from agz_jax.play import engine
 from agz_jax.search import mctx_loop
 from agz_jax.search import searcher as search
 from agz_jax.search.transpositions import Expansion, with_transpositions
+from tests.trees import assert_same_tree as same_tree
 
 A = 4  # actions
 N = 48  # the searches' capacity
@@ -96,20 +97,10 @@ def searched(roots, until, key, expansion, transpositions):
                                    interior_action_selection_fn=puct, until=until)
 
 
-def fields(tree):
-    """Every Tree field but the extra data, as numpy arrays."""
-    return {k: np.asarray(v) for k, v in vars(tree).items() if k != "extra_data"}
-
-
 def assert_same_tree(got, want):
-    """The same nodes, edges and visits exactly; the same values up to the
-    rounding of two programs' backups (XLA may contract or reorder them)."""
-    got, want = fields(got), fields(want)
-    for name, w in want.items():
-        if np.issubdtype(w.dtype, np.floating):
-            np.testing.assert_allclose(got[name], w, rtol=1e-5, atol=1e-6, err_msg=name)
-        else:
-            np.testing.assert_array_equal(got[name], w, err_msg=name)
+    """``tests.trees.assert_same_tree`` on every Tree field but the extra data
+    (the table of codes, which only one of the two trees carries)."""
+    same_tree(got.replace(extra_data=None), want.replace(extra_data=None))
 
 
 def codes_by_node(tree, b):

@@ -95,6 +95,4 @@ def unpack(packed: Packed | State) -> State:
     """The ``State`` a ``Packed`` holds (a ``State`` is returned as it is)."""
     if isinstance(packed, State):
         return packed
-    return State(board=packed.board, to_play=packed.to_play, last_action=packed.last_action,
-                 num_moves=packed.num_moves, winner=packed.winner, done=packed.done,
-                 illegal=packed.illegal, played_at=packed.played_at, rank=packed.rank)
+    return State(**{field: getattr(packed, field) for field in State._fields})
