@@ -190,7 +190,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--position-sims", type=int, default=None,
                    help="position: simulations of each timed search (2048)")
     p.add_argument("--position-capacity", type=int, default=None,
-                   help="position: the engine's tree (8192, engine.PLAY_CAPACITY)")
+                   help="position: the engine's tree (8192; a simulation costs the same "
+                        "in pbrain-agz's engine.PLAY_CAPACITY)")
     p.add_argument("--leaves", default=None,
                    help="position: the leaves a step to time against one ('4,8,16')")
     p.add_argument("--batches", default=None,

@@ -1,7 +1,7 @@
 """``pbrain-agz``: a Gomocup / Piskvork engine ("brain") speaking the Piskvork
 protocol on stdin/stdout.
 
-    pbrain-agz [--model default] [--sims 32] [--max-sims 8192] [--algorithm puct] [--debug]
+    pbrain-agz [--model default] [--sims 32] [--max-sims 16384] [--algorithm puct] [--debug]
     python -m agz_jax.play.brain --model models/default
 
 Lines: a command a line, ended by LF or CR LF; a line may hold at most
@@ -71,7 +71,7 @@ the opponent has none is played (a quarter of the move's time is kept for it).
 
 Search: under a time limit the search uses the move's whole budget: it runs
 until the budget is spent or its tree (``--max-sims``, default
-``engine.PLAY_CAPACITY`` = 8192 simulations) is full, whatever the model's
+``engine.PLAY_CAPACITY`` = 16384 simulations in each tree) is full, whatever the model's
 training simulation count. Its default is PUCT with c_puct 1.5
 (``engine.PLAY_C_PUCT``, chosen by measurement; the model's own c_puct is for
 self-play's exploration) and subtree reuse: the tree under the engine's move
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-sims", type=int, default=None,
                         help="the tree's capacity: the most simulations a move under a time "
                              "limit (the clock usually ends the search first); default: "
-                             "8192, or --sims if larger")
+                             "16384, or --sims if larger")
     parser.add_argument("--algorithm", choices=("puct", "gumbel"), default=None,
                         help="search algorithm for every move; default: puct under a time "
                              "limit, the model's own search.algorithm without one")

@@ -14,7 +14,7 @@ answers are ``agz_jax.play.web.api``'s.
 The search is PUCT with c_puct 1.5 (``engine.PLAY_C_PUCT``; ``--algorithm
 gumbel`` for the model's Gumbel search): PUCT has no schedule, so an analysis can go on growing
 its tree for as long as its position stands, up to ``--max-sims`` (default
-``engine.PLAY_CAPACITY``, 8192 simulations).
+``engine.PLAY_CAPACITY``, 16384 simulations).
 
 API (JSON in, JSON out; every malformed request gets ``400 {"error": "..."}``
 naming the problem):
@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                              "search.num_simulations)")
     parser.add_argument("--max-sims", type=int, default=None,
                         help="the tree's capacity: the most simulations a move or an analysis "
-                             "may have (default: 8192, or --sims if larger)")
+                             "may have (default: 16384, or --sims if larger)")
     parser.add_argument("--algorithm", choices=("puct", "gumbel"), default=None,
                         help="search algorithm (default: puct)")
     parser.add_argument("--c-puct", type=float, default=None,
