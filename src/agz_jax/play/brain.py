@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-sims", type=int, default=None,
                         help="the tree's capacity: the most simulations a move under a time "
                              "limit (the clock usually ends the search first); default: "
-                             "16384, or --sims if larger")
+                             f"{flags.PLAY_CAPACITY}, or --sims if larger")
     parser.add_argument("--algorithm", choices=("puct", "gumbel"), default=None,
                         help="search algorithm for every move; default: puct under a time "
                              "limit, the model's own search.algorithm without one")

@@ -87,6 +87,7 @@ from agz_jax.game.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.nets import features
 from agz_jax.nets.models import Model
 from agz_jax.play import programs, readings
+from agz_jax.play.flags import PLAY_CAPACITY  # noqa: F401  (the front ends' default tree)
 from agz_jax.play.readings import VCF_SHARE, VCF_UNTIMED_S, VCT_SHARE, VCT_UNTIMED_S
 from agz_jax.search import mctx_loop
 from agz_jax.search.transpositions import Transpositions
@@ -95,22 +96,6 @@ DEFAULT_CHUNK = 16
 
 _fold_in = jax.jit(jax.random.fold_in)
 """``jax.random.fold_in`` as one compiled call (eagerly it is several)."""
-
-PLAY_CAPACITY = 16384
-"""Each tree's capacity (simulations a move at most) for time-limited play
-(``pbrain-agz``, the web board). Its arrays are ``[1, N, 225]``: about 6.6 KB a
-node on a 15x15 board, 108 MB a tree at 16384, and the time a simulation takes
-does not depend on ``N`` (models/default, 2 cores: about 2,400 simulations/s at
-256 nodes and at 8192 alike on a shared machine; two trees of 4,096
-simulations 10,835 against 11,199 simulations/s at 8192 and 16384 nodes, the
-medians of 8 alternating searches on a 2-core AMD EPYC of family 25 model 17).
-Carrying a subtree costs more in a bigger tree (8.0, 13.4 and 46.4 ms for a
-full tree of 8192, 16384 and 32768 nodes there). With subtree reuse the carried
-visits fill the tree too: on that machine, at 0.92 s a move over 20 moves of a
-game, trees of 8192 were full at some moves and then stopped searching
-(85,202 new simulations in all), trees of 16384 were full at 3 of the 20
-(138,704-144,433 in two runs), trees of 32768 at none (152,085, but moves
-overran their deadline by up to 26 ms, the carry's cost)."""
 
 
 PLAY_C_PUCT = 1.5

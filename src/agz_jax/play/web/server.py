@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
                              "search.num_simulations)")
     parser.add_argument("--max-sims", type=int, default=None,
                         help="the tree's capacity: the most simulations a move or an analysis "
-                             "may have (default: 16384, or --sims if larger)")
+                             f"may have (default: {flags.PLAY_CAPACITY}, or --sims if larger)")
     parser.add_argument("--algorithm", choices=("puct", "gumbel"), default=None,
                         help="search algorithm (default: puct)")
     parser.add_argument("--c-puct", type=float, default=None,
