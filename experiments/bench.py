@@ -141,7 +141,8 @@ SECTION_KEYS = {
     "position": ("position.plain_sims_per_s", "position.plain_without_transpositions_sims_per_s",
                  "position.transpositions_speedup",
                  "position.trees_2_sims_per_s", "position.trees_2_speedup",
-                 "position.best_speedup"),
+                 "position.best_speedup", "position.opening_plain_sims_per_s",
+                 "position.opening_trees_2_sims_per_s"),
     "renju": tuple(f"renju.{k}" for k in (
         "freestyle_mask_ms", "renju_mask_ms", "mask_cost", "freestyle_tactics_ms",
         "renju_tactics_ms", "tactics_cost", "freestyle_sims_per_s", "renju_sims_per_s",
@@ -433,6 +434,12 @@ def position_lines(res: dict) -> list[str]:
              f"({r['transposed_fraction']:.0%} of the tree's nodes transposed)",
              f"  {'two trees, two threads':<28}{r['trees_2_sims_per_s']:>10.0f}   "
              f"x{r['trees_2_speedup']:.2f}"]
+    if "opening_plain_sims_per_s" in r:
+        lines += [f"  a game's opening ({r['opening_stones']} stones, "
+                  f"{r['opening_transposed_fraction']:.0%} transposed):",
+                  f"  {'  one leaf a step (plain)':<28}{r['opening_plain_sims_per_s']:>10.0f}",
+                  f"  {'  two trees, two threads':<28}{r['opening_trees_2_sims_per_s']:>10.0f}   "
+                  f"x{r['opening_trees_2_sims_per_s'] / r['opening_plain_sims_per_s']:.2f}"]
     for k in leaves:
         rate = r[f"leaves_{k}_sims_per_s"]
         lines.append(f"  {f'{k} leaves a step, batched':<28}{rate:>10.0f}   "

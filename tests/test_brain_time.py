@@ -15,7 +15,7 @@ from tiny_models import random_model
 
 from agz_jax.nets import models
 from agz_jax.play import engine
-from agz_jax.play.brain import play_settings
+from agz_jax.play.brain import build_parser, play_settings
 from agz_jax.play.brain_commands import Brain
 
 SIZE = 9
@@ -38,19 +38,7 @@ class TickClock:
 
 def flags(*argv: str) -> argparse.Namespace:
     """pbrain-agz's flags as ``play_settings`` reads them."""
-    p = argparse.ArgumentParser()
-    for name in ("--sims", "--max-sims"):
-        p.add_argument(name, type=int, default=None)
-    p.add_argument("--algorithm", default=None)
-    p.add_argument("--reuse", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--c-puct", type=float, default=None)
-    p.add_argument("--leaves", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--fpu", type=float, default=None)
-    p.add_argument("--vcf", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--vct", action=argparse.BooleanOptionalAction, default=False)
-    p.add_argument("--threat-values", action=argparse.BooleanOptionalAction, default=None)
-    return p.parse_args(argv)
+    return build_parser().parse_args(argv)
 
 
 @pytest.fixture(scope="module")

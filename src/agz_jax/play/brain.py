@@ -123,7 +123,10 @@ def serve(brain: Brain, stdin, stdout) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """``pbrain-agz``'s flags (``main`` parses them; ``play_settings`` reads
+    them; the experiments that measure the engine as it plays build it from
+    them too)."""
     parser = argparse.ArgumentParser(
         prog="pbrain-agz", description="agz_jax as a Gomocup/Piskvork brain (stdin/stdout).")
     parser.add_argument("--model", default="default",
@@ -168,6 +171,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="simulations per jitted step between clock checks")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--debug", action="store_true", help="a DEBUG line before each move")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if any(n is not None and n < 1 for n in (args.sims, args.max_sims)) or args.chunk < 1:
         parser.error("--sims, --max-sims and --chunk must be positive")

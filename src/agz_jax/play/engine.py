@@ -400,6 +400,13 @@ class Engine:
         codes = np.asarray(last.tree.extra_data.codes[0])[held][1:]
         return float(np.mean(~np.any(codes != 0, axis=-1))) if len(codes) else 0.0
 
+    @property
+    def carry_seconds(self) -> float:
+        """What the last carry of a subtree to a new root took, on ``clock``
+        (0 before the first): the engine carries only when a move's time left
+        is at least twice this."""
+        return self._carry_s
+
     def forget(self) -> None:
         """Drop the carried trees (a new game, a take-back): the next search starts fresh."""
         self._lasts = [None] * self.threads

@@ -10,12 +10,12 @@ PLAY_CAPACITY = 16384
 """Each tree's capacity (simulations a move at most) for time-limited play
 (``pbrain-agz``, the web board; ``engine.PLAY_CAPACITY``, ``--max-sims``). Its
 arrays are ``[1, N, 225]``: about 6.6 KB a node on a 15x15 board, 108 MB a
-tree. A simulation costs the same in a tree of 8192 or 16384 nodes; carrying
-a full subtree to the next move costs more (8.0, 13.4 and 46.4 ms at 8192,
-16384 and 32768 on a 2-core Zen 4). There, trees of 8192 filled within a
-0.92 s move, carried visits included, and stopped searching; trees of 16384
-searched 1.6-1.7 times the new simulations over 20 moves of a game
-(docs/pbrain.md, "The tree's capacity")."""
+tree. On a 2-core Zen 4 at 0.92 s a move, trees of 8192 filled at 8 of 20
+moves of a game, carried visits included, and stopped searching; trees of
+16384 searched 1.3-1.4 times the new simulations and filled at 4; trees of
+32768 never filled, but a carry cost up to 186 ms and a move overran its
+budget by 28 ms (``experiments.play.tree_capacity``;
+docs/pbrain.md, "The tree's capacity")."""
 
 
 def add_threads_flag(parser) -> None:

@@ -137,7 +137,14 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
     And what bounds the leaves' batching: the net alone (``Networks.evaluate``)
     and a whole expansion (the search's ``recurrent_fn``: a move, the net, the
     forced moves, the backup's values) at each batch size of ``--batches``,
-    evaluations/s, on positions of both colours to move."""
+    evaluations/s, on positions of both colours to move.
+
+    And the plain and two-tree searches again on a position of a game's
+    opening (``opening_state``: on 15x15 the first of ``rapfi15``, 3 stones,
+    the first position the engine searches as white in the outside
+    matches; the ``opening_*`` keys): the random stones of ``position``
+    repeat many positions in a tree, an opening few, so its net is
+    evaluated at more of the simulations."""
     from agz_jax.play import engine
 
     model = position_model(args.size, args.seed)
@@ -165,19 +172,45 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
                           vcf=False, threads=threads, transpositions=transpositions)
         out[f"{name}_compile_s"] = e.warmup(rules)
         engines[name] = e
-    best = dict.fromkeys(engines, 0.0)
+    opening = opening_state(rules)
+    searches = [(name, e, state) for name, e in engines.items()]
+    searches += [(f"opening_{name}", engines[name], opening) for name in ("plain", "trees_2")]
+    best = {name: 0.0 for name, _, _ in searches}
+    transposed = {}
     for _ in range(repeats + 1):
-        for name, e in engines.items():
+        for name, e, where in searches:
             e.forget()
-            a = e.analyse(rules, state, simulations=args.position_sims)
+            a = e.analyse(rules, where, simulations=args.position_sims)
             best[name] = max(best[name], a.simulations / a.elapsed)
+            transposed[name] = e.transposed()  # of its first tree: the evaluations saved
     for name, rate in best.items():
         out[f"{name}_sims_per_s"] = rate
-    out["transposed_fraction"] = engines["plain"].transposed()  # the evaluations saved
+    out["transposed_fraction"] = transposed["plain"]
+    out["opening_transposed_fraction"] = transposed["opening_plain"]
+    out["opening_stones"] = int(opening.num_moves)
     out["transpositions_speedup"] = best["plain"] / best["plain_without_transpositions"]
     out["trees_2_speedup"] = best["trees_2"] / best["plain"]
     out["best_speedup"] = max(best.values()) / best["plain"]
     return out
+
+
+OPENING = ("rapfi15", 0)
+"""The opening set and index of ``bench_position``'s game position on 15x15."""
+
+
+def opening_state(rules: Rules) -> State:
+    """The position after ``OPENING``'s stones (on another board, after the
+    first of the canonical renju openings, three stones at its centre)."""
+    from agz_jax.game import openings
+    from agz_jax.play import engine
+
+    name, index = OPENING
+    moves = (openings.load(name, rules.size)[index] if rules.size == 15
+             else openings.renju_canonical(rules.size)[0])
+    state = engine.make_state(rules, np.zeros(rules.num_actions, np.int8), 0)
+    for move in moves:
+        state = rules.step(state, int(move))
+    return state
 
 
 def bench_mentor(rules: Rules, games: int, levels, seed: int) -> dict:
