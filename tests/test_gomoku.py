@@ -621,6 +621,13 @@ def jitted_five_points(size: int, rule: str):
     return jax.jit(Rules(size, rule).five_points)
 
 
+@functools.cache
+def jitted_five_points_from_windows(size: int, rule: str):
+    """``five_points`` read from ``line_windows`` (as the tactics read it)."""
+    rules = Rules(size, rule)
+    return jax.jit(lambda board, me: rules.five_points(board, me, rules.line_windows(board)))
+
+
 @pytest.mark.parametrize("rule", RULES)
 def test_five_points_match_the_reference(rule):
     """Rules.five_points: the empty points where a stone would win, for both
@@ -630,6 +637,7 @@ def test_five_points_match_the_reference(rule):
     found = collections.Counter()
     for size in (5, 6, 9, 15):
         five_points = jitted_five_points(size, rule)
+        from_windows = jitted_five_points_from_windows(size, rule)
         tried = 0
         while tried < 40:
             density = rng.uniform(0.3, 0.9)
@@ -647,6 +655,9 @@ def test_five_points_match_the_reference(rule):
                     want[a] = me in ref.winning_stones(after.reshape(size, size).tolist(), rule)
                 np.testing.assert_array_equal(
                     got, want, err_msg=f"{size}x{size} {rule} me={me}\n{board}")
+                np.testing.assert_array_equal(
+                    np.asarray(from_windows(jnp.asarray(board.ravel()), jnp.int8(me))), want,
+                    err_msg=f"from line_windows: {size}x{size} {rule} me={me}\n{board}")
                 found["hit" if want.any() else "none"] += 1
     assert found["hit"] >= 20 and found["none"] >= 20, found
 
@@ -662,6 +673,7 @@ def test_new_five_points_match_the_reference(rule):
     for size in (6, 9, 11):
         rules = Rules(size, rule)
         count = jax.jit(rules.new_five_points)
+        from_windows = jax.jit(lambda b, m, r=rules: r.new_five_points(b, m, r.line_windows(b)))
         tried = 0
         while tried < 12:
             density = rng.uniform(0.3, 0.8)
@@ -684,6 +696,9 @@ def test_new_five_points_match_the_reference(rule):
                         grid = again.reshape(size, size).tolist()
                         want[p] += me in ref.winning_stones(grid, rule)
                 np.testing.assert_array_equal(got, want, err_msg=f"{size}x{size} {rule}\n{board}")
+                np.testing.assert_array_equal(
+                    np.asarray(from_windows(jnp.asarray(board), jnp.int8(me))), want,
+                    err_msg=f"from line_windows: {size}x{size} {rule}\n{board}")
                 found.update(np.minimum(want[board == 0], 2).tolist())
     assert found[1] >= 20 and found[2] >= 5, found
 

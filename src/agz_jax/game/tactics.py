@@ -288,14 +288,16 @@ def _search_moves(rules: Rules, states: State, forced: bool = False,
     if not forced:
         return legal
     board, me = states.board, stone(states.to_play)
-    wins, blocks, mine = jax.vmap(lambda b, m: (
-        rules.five_points(b, m), rules.five_points(b, -m), rules.new_five_points(b, m)))(board, me)
+    windows = jax.vmap(rules.line_windows)(board)  # gathered once, read for both colours
+    wins, blocks, mine = jax.vmap(lambda b, m, w: (
+        rules.five_points(b, m, w), rules.five_points(b, -m, w),
+        rules.new_five_points(b, m, w)))(board, me, windows)
     wins, blocks, doubles = wins & legal, blocks & legal, (mine >= 2) & legal
     kinds, moves = [wins, blocks, doubles], [wins, blocks, doubles]
     # The answers are read only where the threat they answer is on the board
     # (compaction.map_where: the same bits as reading them everywhere).
     if answer_threats:
-        theirs = jax.vmap(rules.new_five_points)(board, -me)
+        theirs = jax.vmap(rules.new_five_points)(board, -me, windows)
         # Under renju a black point it may not play is no threat.
         theirs = jnp.where(black & (-me == 1)[:, None], 0, theirs)
         facing = jnp.any(theirs >= 2, axis=-1)
