@@ -43,6 +43,7 @@ def test_a_small_tree_fills_and_a_large_one_searches_more(model):
     assert "| 16 |" in tree_capacity.table(out)
 
 
+@pytest.mark.long
 def test_each_capacity_runs_in_a_process_of_its_own(model, model_dir):
     """As ``main`` runs it: the worker's rows come back through its JSON."""
     out = tree_capacity.measure(model, capacities=[16], moves=1, turn_ms=100, opening=OPENING,
