@@ -77,8 +77,10 @@ class FakeEngine:
         self.clock, self.think_s, self.hostile = clock, think_s, hostile
         self.rng = np.random.default_rng(seed)
         self.calls = []  # (time of the call, deadline)
+        self.warmed = []  # the rule of each warmup
 
-    def warmup(self):
+    def warmup(self, rules=None):
+        self.warmed.append((rules or self.rules()).rule)
         return 0.0
 
     def rules(self, rule=None):
@@ -594,3 +596,16 @@ def test_about_is_one_protocol_line():
     reply = one(b, b"ABOUT\r\n")
     assert reply == brain_commands.ABOUT.format(version="0")
     assert re.fullmatch(r'\w+="[^"]*"(, \w+="[^"]*")*', reply), reply
+
+
+def test_each_rule_is_compiled_once_ahead_of_its_first_move():
+    """The engine's programs are a rule's own: START compiles the game's rule,
+    an INFO rule after it compiles the new one at once (not at the first
+    move), and a rule compiled already is not compiled again."""
+    b, engine, _ = make_brain(hostile=False)
+    assert one(b, b"START 15\r\n") == "OK" and engine.warmed == ["freestyle"]
+    run(b, b"INFO rule 1\r\n")
+    assert engine.warmed == ["freestyle", "standard"]
+    run(b, b"INFO rule 0\r\nINFO rule 1\r\n")
+    assert engine.warmed == ["freestyle", "standard"]
+    assert one(b, b"START 15\r\n") == "OK" and engine.warmed == ["freestyle", "standard"]

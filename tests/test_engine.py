@@ -89,11 +89,10 @@ def test_chunks_grow_one_tree(eng):
     state = position(rules, [(4, 4)], [])
     states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
     allowed = jnp.asarray(np.asarray(state.board) == 0)[None]
-    exact = jnp.bool_(False)
     key = jax.random.PRNGKey(0)
-    tree = fns.start(eng.variables, exact, key, states, allowed, None)
-    tree = fns.chunk(eng.variables, exact, key, tree, jnp.int32(5))
-    tree = fns.chunk(eng.variables, exact, key, tree, jnp.int32(12))
+    tree = fns.start(eng.variables, key, states, allowed, None)
+    tree = fns.chunk(eng.variables, key, tree, jnp.int32(5))
+    tree = fns.chunk(eng.variables, key, tree, jnp.int32(12))
     t = jax.tree.map(lambda x: np.asarray(x)[0], tree)
     assert t.node_visits[0] == 13  # the root's own visit + 12 simulations
     assert np.all(t.node_visits[1:13] >= 1) and np.all(t.node_visits[13:] == 0)
@@ -209,9 +208,9 @@ def test_the_guard_is_search_moves_with_forced_moves_whatever_the_model(eng):
     assert set(np.flatnonzero(a.visits)) <= {at(2, 4), at(6, 4)}
 
 
-def test_exactly_five_is_a_run_time_flag(eng):
-    """X X _ X X X: the gap makes six, a win only in freestyle; one compilation
-    serves both rules."""
+def test_exactly_five_and_five_or_more_each_have_their_programs(eng):
+    """X X _ X X X: the gap makes six, a win only in freestyle. Each rule is a
+    constant of its own programs (faster than a run-time flag), compiled once."""
     black = [(0, 3), (1, 3), (3, 3), (4, 3), (5, 3)]
     white = [(8, 8), (8, 7), (8, 6), (7, 0), (6, 0)]
     free, std = eng.rules("freestyle"), eng.rules("standard")
@@ -228,7 +227,8 @@ def test_exactly_five_is_a_run_time_flag(eng):
     assert engine.winning_line(std, board, at(2, 3)) == []
     board[at(0, 3)] = 0
     assert engine.winning_line(std, board, at(5, 3)) == [at(x, 3) for x in range(1, 6)]
-    assert eng._fns(std) is eng._fns(free)
+    assert eng._fns(std) is not eng._fns(free)
+    assert eng._fns(std) is eng._fns(eng.rules("standard"))  # compiled once a rule
 
 
 def test_no_time_left_plays_the_prior(eng):
@@ -261,13 +261,12 @@ def test_the_tree_grows_only_forced_moves(eng):
     state = position(rules, [(4, 1), (4, 2), (4, 3), (0, 8), (2, 8), (8, 8), (6, 7)],
                      [(0, 0), (1, 0), (2, 0), (3, 0), (5, 4), (6, 4), (7, 4)], to_play=0)
     fns = eng._fns(rules)
-    exact = jnp.asarray(False)
     states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
     # The root's moves are the guard's, as the engine passes them (the start
     # program reads no tactics of its own).
-    tree = fns.start(eng.variables, exact, jax.random.PRNGKey(0), states,
-                     fns.guard(exact, states)[None], None)
-    tree = fns.chunk(eng.variables, exact, jax.random.PRNGKey(0), tree, jnp.int32(CAPACITY - 1))
+    tree = fns.start(eng.variables, jax.random.PRNGKey(0), states, fns.guard(states)[None],
+                     None)
+    tree = fns.chunk(eng.variables, jax.random.PRNGKey(0), tree, jnp.int32(CAPACITY - 1))
     t = jax.tree.map(np.asarray, tree)
     emb = t.embeddings
     restricted = 0
@@ -292,14 +291,13 @@ def test_an_open_three_is_answered_in_the_tree(eng, exact):
     an open three (and black no four to make) expands only the two points
     that stop it, under either rule; the far points (1, 2) and (7, 2) do not
     stop it (white's four would still be open)."""
-    rules = eng.rules()
+    rules = eng.rules("standard" if exact else "freestyle")
     state = position(rules, [(0, 8), (8, 8), (4, 6)], [(3, 2), (4, 2), (5, 2)], to_play=0)
     fns = eng._fns(rules)
     states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
-    exact = jnp.asarray(exact)
-    tree = fns.start(eng.variables, exact, jax.random.PRNGKey(0), states,
-                     fns.guard(exact, states)[None], None)  # the root's moves, as the engine's
-    tree = fns.chunk(eng.variables, exact, jax.random.PRNGKey(0), tree, jnp.int32(CAPACITY - 1))
+    tree = fns.start(eng.variables, jax.random.PRNGKey(0), states, fns.guard(states)[None],
+                     None)  # the root's moves, as the engine's
+    tree = fns.chunk(eng.variables, jax.random.PRNGKey(0), tree, jnp.int32(CAPACITY - 1))
     expanded = set(np.flatnonzero(np.asarray(tree.children_index[0, 0]) >= 0).tolist())
     assert expanded == {at(2, 2), at(6, 2)}
 

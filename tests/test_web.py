@@ -487,7 +487,7 @@ class _StubEngine:
     def __init__(self, model, **kwargs):
         self.model = model
 
-    def warmup(self):
+    def warmup(self, rules=None):
         pytest.fail("the search was compiled before the port was bound")
 
     def describe(self):

@@ -93,7 +93,7 @@ class Brain:
         self.block: _Block | None = None  # inside BOARD ... DONE
         self.notes: list[str] = []  # MESSAGE lines waiting for the next reply
         self.finished = False
-        self._warm = False
+        self._warm: set[str] = set()  # the rules the engine has compiled (warmup) for
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -219,10 +219,16 @@ class Brain:
                                 f"{self.engine.size}x{self.engine.size}")
         self.size = size
         self._new_game()
-        if not self._warm:
-            self.engine.warmup()  # both rules: one compilation
-            self._warm = True
+        self._warm_up()
         return ["OK"]
+
+    def _warm_up(self):
+        """Compile the engine for the game's rule (each rule has its own
+        programs), once per rule; a refused rule is not compiled."""
+        rule = self.rule()
+        if self.engine is not None and self.refused is None and rule not in self._warm:
+            self.engine.warmup(self.rules())
+            self._warm.add(rule)
 
     def _ensure_engine(self):
         if self.engine is None and self.engine_error is None:
@@ -393,6 +399,8 @@ class Brain:
             self.notes.append(f"rule {bits}: playing {self.rule()} ({wins} wins) with a "
                               f"model trained on {trained}: the search and the tactical guard "
                               "follow the game's rule, the net may misjudge overlines")
+        if self._warm:  # after START: the new rule's programs now, not at the first move
+            self._warm_up()
 
     def _cmd_about(self, arg: str, t_read: float) -> list[str]:
         self._no_args("ABOUT", arg)

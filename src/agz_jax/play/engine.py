@@ -27,11 +27,10 @@ Time: one tree of fixed capacity (``max_simulations``) is built in jitted
 *chunks* of simulations (``mctx_loop.continue_tree``); between chunks the host
 looks at the clock (``clock``, ``time.perf_counter`` unless a test injects
 another) and stops when the next chunk would likely end after the deadline.
-Every shape is fixed and the winning rule is a run-time flag, so the jitted
-functions (``agz_jax.play.programs``) compile once for freestyle and standard
-(``warmup`` does that ahead of the first move); renju, whose legal moves
-depend on black's forbidden points (``agz_jax.game.renju``), compiles its own
-set.
+Every shape is fixed, so the jitted functions (``agz_jax.play.programs``)
+compile once for each rule a game is played under (``warmup(rules)`` does
+that ahead of the first move): the rule is a constant of its programs, which
+search faster than programs that take it as a run-time flag.
 
 Capacity: the tree's capacity is its size, not a cost per simulation (the loop
 never copies the tree, ``mctx_loop``), so a time-limited player takes a tree of
@@ -317,7 +316,7 @@ class Engine:
         self.rank = rank
         self._key = jax.random.PRNGKey(seed)
         self._calls = 0
-        self._compiled: dict[bool, programs.Programs] = {}
+        self._compiled: dict[str, programs.Programs] = {}  # by rule
         self._lock = threading.Lock()
         self.threads = threads
         self._lasts: list[_Last | None] = [None] * threads
@@ -358,17 +357,17 @@ class Engine:
         if rules.size != self.size:
             raise ValueError(f"the model plays {self.size}x{self.size}, not "
                              f"{rules.size}x{rules.size}")
-        renju = rules.rule == "renju"
         with self._lock:
-            if renju not in self._compiled:
-                self._compiled[renju] = programs.build(
+            if rules.rule not in self._compiled:
+                self._compiled[rules.rule] = programs.build(
                     self.model.nets, self.search_cfg, self.size, self.gamma,
-                    capacity=self.max_simulations, leaves=self.leaves, renju=renju,
+                    capacity=self.max_simulations, leaves=self.leaves, rule=rules.rule,
                     transpositions=self.transpositions)
-            return self._compiled[renju]
+            return self._compiled[rules.rule]
 
     def warmup(self, rules: Rules | None = None) -> float:
-        """Compile everything a move needs (under either rule); the seconds it took.
+        """Compile everything a move under ``rules`` needs (default: the model's
+        own rule; each rule has programs of its own); the seconds it took.
 
         Runs the jitted functions once on the empty board without touching the
         engine's RNG stream or its carried tree, so warming up does not change
@@ -416,7 +415,7 @@ class Engine:
     def check_board(self, rules: Rules, board) -> list[int]:
         """The stones of ``board`` (int8[A]) that lie on a winning line (empty if none)."""
         board = jnp.asarray(np.asarray(board, np.int8).reshape(rules.num_actions))
-        wins = self._fns(rules).wins_on_board(programs.exact(rules), board)
+        wins = self._fns(rules).wins_on_board(board)
         return [int(a) for a in np.flatnonzero(np.asarray(wins))]
 
     def forbidden(self, rules: Rules, board) -> np.ndarray:
@@ -431,7 +430,7 @@ class Engine:
         """bool[A]: empty points where ``colour`` (0 black, 1 white) would make a five."""
         fns = self._fns(rules)
         me = stone(jnp.int32(colour))
-        return np.asarray(fns.threats(programs.exact(rules), jnp.asarray(state.board), me))
+        return np.asarray(fns.threats(jnp.asarray(state.board), me))
 
     # -- search ----------------------------------------------------------------------------
 
@@ -506,8 +505,7 @@ class Engine:
         states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
         if self.rank is not None:
             states = features.with_rank(states, self.rank)
-        exact = programs.exact(rules)
-        allowed = np.asarray(fns.guard(exact, states)) & legal
+        allowed = np.asarray(fns.guard(states)) & legal
         if not allowed.any():  # unreachable: the tiers keep legal moves
             allowed = legal
         line = defended = None
@@ -553,7 +551,7 @@ class Engine:
         search_deadline = deadline
         if self.vct and deadline is not None:  # the reading after the search has its share
             search_deadline = deadline - VCT_SHARE * max(0.0, deadline - t0)
-        grow = functools.partial(self._grow, fns, exact, search_deadline)
+        grow = functools.partial(self._grow, fns, search_deadline)
         if self.threads > 1:
             if self._pool is None:
                 self._pool = concurrent.futures.ThreadPoolExecutor(
@@ -622,12 +620,12 @@ class Engine:
         if tree is None:
             carried = self._carried(lane, rules, state, fns) if carry else None
             inside = jnp.asarray(allowed[symmetry.permutations(self.size)[lane]])[None]
-            tree = fns.start(self.variables, programs.exact(rules), key, states, inside, carried)
+            tree = fns.start(self.variables, key, states, inside, carried)
         visits, _, _, _, prior = fns.results(tree)
         return _Tree(lane, tree, key, int(np.asarray(visits).sum()),
                      symmetry.untransform_policy(np.asarray(prior, np.float64), lane, self.size))
 
-    def _grow(self, fns: programs.Programs, exact, deadline: float | None, budget: int,
+    def _grow(self, fns: programs.Programs, deadline: float | None, budget: int,
               start: _Tree) -> _Grown:
         """Grow one tree in chunks until it holds ``budget`` visits or the next
         chunk would likely end after ``deadline``."""
@@ -645,7 +643,7 @@ class Engine:
             # cost about 3 ms a chunk on a slow CPU (a third of a 16-simulation
             # chunk's time).
             key = _fold_in(start.key, np.uint32(done + 1))
-            tree = fns.chunk(self.variables, exact, key, tree, np.int32(stop))
+            tree = fns.chunk(self.variables, key, tree, np.int32(stop))
             tree.node_visits.block_until_ready()  # the chunk's end
             last = self.clock() - now
             done = stop
