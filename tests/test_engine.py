@@ -12,7 +12,7 @@ from tiny_models import random_model
 
 from agz_jax.game import symmetry
 from agz_jax.nets import models
-from agz_jax.play import engine, readings
+from agz_jax.play import engine, readings, trees
 
 SIZE = 9
 CAPACITY = 64
@@ -112,7 +112,7 @@ def test_the_chunks_keys_are_the_eager_fold_ins():
     Gumbel search draws from them)."""
     key = jax.random.fold_in(jax.random.PRNGKey(3), 7)
     for done in (0, 16, 8191):
-        np.testing.assert_array_equal(np.asarray(engine._fold_in(key, np.uint32(done + 1))),
+        np.testing.assert_array_equal(np.asarray(trees._fold_in(key, np.uint32(done + 1))),
                                       np.asarray(jax.random.fold_in(key, done + 1)))
 
 
@@ -337,7 +337,7 @@ def test_reuse_carries_the_subtree_across_the_reply(reusing):
     assert reusing.check_board(rules, board) == []
     first = reusing.analyse(rules, engine.make_state(rules, board, 0), simulations=256)
     assert first.reason == "search" and first.carried == 0 and first.simulations == 256
-    t = jax.tree.map(np.asarray, reusing._lasts[0].tree)
+    t = jax.tree.map(np.asarray, reusing.trees.lasts[0].tree)
     child = t.children_index[0, 0, first.action]
     reply = int(np.argmax(t.children_visits[0, child]))
     expected = int(t.children_visits[0, t.children_index[0, child, reply]].sum())
@@ -365,22 +365,22 @@ def test_a_move_without_time_for_the_carry_starts_afresh(reusing):
         reusing.forget()
         board = crowded_board(8)
         first = reusing.analyse(rules, engine.make_state(rules, board, 0), simulations=256)
-        t = jax.tree.map(np.asarray, reusing._lasts[0].tree)
+        t = jax.tree.map(np.asarray, reusing.trees.lasts[0].tree)
         child = t.children_index[0, 0, first.action]
         reply = int(np.argmax(t.children_visits[0, child]))
         board[first.action], board[reply] = 1, -1
         return engine.make_state(rules, board, 0, last_action=reply)
 
     after = first_and_reply()
-    reusing._carry_s = 1.0  # as if the last carry took a second
+    reusing.trees.carry_s = 1.0  # as if the last carry took a second
     now = reusing.clock()
     squeezed = reusing.analyse(rules, after, simulations=16, deadline=now + 1.5)
     assert squeezed.carried == 0 and squeezed.simulations >= 1
     after = first_and_reply()
-    reusing._carry_s = 1.0
+    reusing.trees.carry_s = 1.0
     ample = reusing.analyse(rules, after, simulations=256, deadline=reusing.clock() + 60.0)
     assert ample.carried > 0
-    assert 0.0 < reusing._carry_s < 1.0  # the carry just made is the new measure
+    assert 0.0 < reusing.trees.carry_s < 1.0  # the carry just made is the new measure
 
 
 def test_the_engine_plays_the_models_search(eng, tmp_path):
@@ -443,7 +443,7 @@ def test_first_play_urgency_values_unvisited_children_below_their_node(tmp_path)
     rules = e.rules()
     a = e.analyse(rules, position(rules, [(4, 4), (5, 4)], [(4, 5)]), simulations=40)
     assert a.simulations == 40 and a.visits.sum() == 40 and a.reason == "search"
-    last = e._lasts[0].tree
+    last = e.trees.lasts[0].tree
     root = mctx.Tree.ROOT_INDEX
     tree = jax.tree.map(lambda x: x[0], last)
     q = search.parent_qvalues(tree, root, reduction=0.3)
@@ -506,7 +506,7 @@ def test_each_tree_carries_its_own_subtree(reusing, two_trees):
     first = two_trees.analyse(rules, engine.make_state(rules, board, 0), simulations=256)
     # The reply most visited in both trees under the move played.
     counts = []
-    for g, last in enumerate(two_trees._lasts):
+    for g, last in enumerate(two_trees.trees.lasts):
         t = jax.tree.map(np.asarray, last.tree)
         child = t.children_index[0, 0, symmetry.transform_point(first.action, g, rules.size)]
         counts.append(symmetry.untransform_policy(t.children_visits[0, child].astype(float), g,

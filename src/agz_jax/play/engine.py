@@ -24,7 +24,8 @@ search in chunks. (The engine keeps its last tree whatever the settings; only
 reuse and deepening read it.)
 
 Time: one tree of fixed capacity (``max_simulations``) is built in jitted
-*chunks* of simulations (``mctx_loop.continue_tree``); between chunks the host
+*chunks* of simulations (``mctx_loop.continue_tree``; the trees and their
+growth are ``agz_jax.play.trees``); between chunks the host
 looks at the clock (``clock``, ``time.perf_counter`` unless a test injects
 another) and stops when the next chunk would likely end after the deadline.
 Every shape is fixed, so the jitted functions (``agz_jax.play.programs``)
@@ -68,7 +69,6 @@ Positions are ``gomoku.State`` (one game, no batch axis); actions are
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import functools
 import os
@@ -85,17 +85,11 @@ from agz_jax.game import symmetry
 from agz_jax.game.gomoku import Rules, State, played_at_from_last, stone
 from agz_jax.nets import features
 from agz_jax.nets.models import Model
-from agz_jax.play import programs, readings
+from agz_jax.play import programs, readings, trees
 from agz_jax.play.flags import PLAY_CAPACITY  # noqa: F401  (the front ends' default tree)
 from agz_jax.play.readings import VCF_SHARE, VCF_UNTIMED_S, VCT_SHARE, VCT_UNTIMED_S
-from agz_jax.search import mctx_loop
-from agz_jax.search.transpositions import Transpositions
 
 DEFAULT_CHUNK = 16
-
-_fold_in = jax.jit(jax.random.fold_in)
-"""``jax.random.fold_in`` as one compiled call (eagerly it is several)."""
-
 
 PLAY_C_PUCT = 1.5
 """PUCT's exploration constant for time-limited play (``pbrain-agz``, the web
@@ -190,44 +184,6 @@ def make_state(rules: Rules, board, to_play: int, last_action: int = -1,
     )
 
 
-class _Tree(NamedTuple):
-    """One tree of a search, before it grows: its index (and the board symmetry
-    it searches under), the tree, its random key, the visits it holds, and its
-    root's prior in the position's frame."""
-
-    lane: int
-    tree: object
-    key: jax.Array
-    kept: int
-    prior: np.ndarray
-
-
-class _Grown(NamedTuple):
-    """One tree after it grew: its root statistics in the position's frame, the
-    visits it holds (``done``) and held before (``kept``)."""
-
-    lane: int
-    tree: object
-    visits: np.ndarray
-    value: float
-    q: np.ndarray
-    action: int
-    prior: np.ndarray
-    done: int
-    kept: int
-
-
-class _Last(NamedTuple):
-    """The last search's tree and root position (for reuse and deepening)."""
-
-    tree: object
-    board: np.ndarray
-    to_play: int
-    rule: str
-    last_action: int = -1
-    rank: int = 0
-
-
 class Engine:
     """A model ready to analyse positions.
 
@@ -314,13 +270,9 @@ class Engine:
         self.leaves = leaves
         self.chunk = min(max(chunk, leaves), max_simulations)
         self.rank = rank
-        self._key = jax.random.PRNGKey(seed)
-        self._calls = 0
         self._compiled: dict[str, programs.Programs] = {}  # by rule
         self._lock = threading.Lock()
         self.threads = threads
-        self._lasts: list[_Last | None] = [None] * threads
-        self._pool = None  # the threads of trees 1..T-1, made at the first search
         self.gamma = float(model.config.decay.gamma)
         self.variables = jax.device_put(model.variables)
         self.clock = clock
@@ -329,7 +281,8 @@ class Engine:
         # Exact where the nets do not read the order of the moves; one leaf a step.
         self.transpositions = (bool(transpositions) and not leaves
                                and not model.nets.features.history)
-        self._carry_s = 0.0  # what the last carry of a subtree took, on ``clock``
+        self.trees = trees.Trees(threads=threads, size=self.size, chunk=self.chunk,
+                                 variables=self.variables, seed=seed, clock=clock)
 
     @property
     def reuse(self) -> bool:
@@ -375,40 +328,33 @@ class Engine:
         """
         rules = rules or self.rules()
         t0 = time.perf_counter()
-        calls, lasts = self._calls, self._lasts
+        calls, lasts = self.trees.calls, self.trees.lasts
         empty = np.zeros(rules.num_actions, np.int8)
         self.check_board(rules, empty)
         state = make_state(rules, empty, 0)
         sims = min(2 * self.chunk, self.max_simulations) * self.threads
-        self._lasts = [None] * self.threads
+        self.trees.forget()
         first = self.analyse(rules, state, simulations=sims)
         if self.reuse:  # the carried-tree path compiles too: after the move searched
             self.analyse(rules, _after(rules, state, [first.action]), simulations=sims)
-        self._calls, self._lasts = calls, lasts
+        self.trees.calls, self.trees.lasts = calls, lasts
         return time.perf_counter() - t0
 
     def transposed(self) -> float:
-        """Of the last search's first tree, the share of the nodes below the root
-        that took an earlier node's evaluation (the table records only the
-        evaluated ones): the evaluations transpositions saved (0 with nothing
-        searched or transpositions off)."""
-        last = self._lasts[0]
-        if last is None or not isinstance(last.tree.extra_data, Transpositions):
-            return 0.0
-        held = np.asarray(last.tree.node_visits[0]) > 0
-        codes = np.asarray(last.tree.extra_data.codes[0])[held][1:]
-        return float(np.mean(~np.any(codes != 0, axis=-1))) if len(codes) else 0.0
+        """Of the last search's first tree, the share of its nodes below the root
+        whose evaluation transpositions saved (``Trees.transposed``)."""
+        return self.trees.transposed()
 
     @property
     def carry_seconds(self) -> float:
         """What the last carry of a subtree to a new root took, on ``clock``
         (0 before the first): the engine carries only when a move's time left
         is at least twice this."""
-        return self._carry_s
+        return self.trees.carry_s
 
     def forget(self) -> None:
         """Drop the carried trees (a new game, a take-back): the next search starts fresh."""
-        self._lasts = [None] * self.threads
+        self.trees.forget()
 
     # -- positions -------------------------------------------------------------------------
 
@@ -433,41 +379,6 @@ class Engine:
         return np.asarray(fns.threats(jnp.asarray(state.board), me))
 
     # -- search ----------------------------------------------------------------------------
-
-    def _carried(self, lane: int, rules: Rules, state: State, fns: programs.Programs):
-        """Tree ``lane``'s last subtree at ``state`` (in that tree's frame), if
-        ``state`` follows from its last root by one or two moves (ours, then the
-        opponent's reply) that the tree holds; else None."""
-        last = self._lasts[lane]
-        if last is None or last.rule != rules.rule:
-            return None
-        moves = _moves_between(last.board, last.to_play, np.asarray(state.board),
-                               int(state.to_play))
-        if moves is None:
-            return None
-        tree, t0 = last.tree, self.clock()
-        for move in moves:
-            tree = fns.carry(tree, jnp.int32(move))
-        nodes = int(mctx_loop.node_count(tree)[0])
-        self._carry_s = self.clock() - t0
-        if nodes == 0:
-            return None
-        if not np.array_equal(np.asarray(tree.embeddings.board[0, 0]), np.asarray(state.board)):
-            return None  # the same stones by another order: not this tree's position
-        return tree
-
-    def _kept(self, lane: int, rules: Rules, state: State, rank: int):
-        """Tree ``lane``'s last tree if its root is ``state`` (the same stones,
-        side to move, last move, rule and rank, in that tree's frame), handed
-        over (its buffers go to the next chunk); else None."""
-        last = self._lasts[lane]
-        if (last is None or last.rule != rules.rule
-                or last.to_play != int(state.to_play) or last.rank != rank
-                or last.last_action != int(state.last_action)
-                or not np.array_equal(last.board, np.asarray(state.board))):
-            return None
-        self._lasts[lane] = None
-        return last.tree
 
     def analyse(self, rules: Rules, state: State, *, simulations: int | None = None,
                 deadline: float | None = None, keep: bool = False) -> Analysis:
@@ -522,9 +433,10 @@ class Engine:
         # A subtree is carried only when the move has time for it: carrying a
         # full tree costs about what a few chunks do, and a move squeezed by the
         # clock is better served by a fresh root than by overrunning its budget.
-        carry = self.reuse and (deadline is None or deadline - t0 >= 2.0 * self._carry_s)
-        root = functools.partial(self._begin, fns, rules, states, allowed, rank, keep, carry)
-        first = root(0)
+        carry = self.reuse and (deadline is None or deadline - t0 >= 2.0 * self.carry_seconds)
+        begin = functools.partial(self.trees.begin, fns, rules, states, allowed, rank, keep,
+                                  carry)
+        first = begin(0)
 
         if wins.any():
             action = int(np.argmax(np.where(wins, first.prior + 1.0, -1.0)))
@@ -551,21 +463,11 @@ class Engine:
         search_deadline = deadline
         if self.vct and deadline is not None:  # the reading after the search has its share
             search_deadline = deadline - VCT_SHARE * max(0.0, deadline - t0)
-        grow = functools.partial(self._grow, fns, search_deadline)
-        if self.threads > 1:
-            if self._pool is None:
-                self._pool = concurrent.futures.ThreadPoolExecutor(
-                    self.threads - 1, thread_name_prefix="agz-tree")
-            others = [self._pool.submit(lambda i: grow(budgets[i], root(i)), i)
-                      for i in range(1, self.threads)]
-            trees = [grow(budgets[0], first)] + [f.result() for f in others]
-        else:
-            trees = [grow(budgets[0], first)]
-        self._calls += 1
-        prior = np.mean([t.prior for t in trees], axis=0)
-        visits = np.where(allowed, np.sum([t.visits for t in trees], axis=0), 0.0)
-        done = sum(t.done for t in trees)
-        kept = sum(t.kept for t in trees)
+        grown = self.trees.grow_all(fns, search_deadline, budgets, first, begin)
+        prior = np.mean([t.prior for t in grown], axis=0)
+        visits = np.where(allowed, np.sum([t.visits for t in grown], axis=0), 0.0)
+        done = sum(t.done for t in grown)
+        kept = sum(t.kept for t in grown)
 
         if visits.sum() == 0:
             policy = np.where(allowed, prior, 0.0)
@@ -575,15 +477,15 @@ class Engine:
             q = np.full(self.num_actions, np.nan)
             self.forget()
         else:
-            if len(trees) == 1:  # the search's own choice (Searcher.result)
-                action, value, q = trees[0].action, trees[0].value, trees[0].q
+            if len(grown) == 1:  # the search's own choice (Searcher.result)
+                action, value, q = grown[0].action, grown[0].value, grown[0].q
             else:  # the most visited move, ties to the higher prior (Searcher.result's rule)
                 most = np.where(allowed, visits, -1.0)
                 action = int(np.argmax(np.where(most == most.max(), prior, -1.0)))
                 # A root's value is the mean of its own evaluation and its visits'.
-                weight = np.array([t.visits.sum() + 1.0 for t in trees])
-                value = float(np.dot(weight, [t.value for t in trees]) / weight.sum())
-                q = np.sum([t.visits * np.nan_to_num(t.q) for t in trees], axis=0)
+                weight = np.array([t.visits.sum() + 1.0 for t in grown])
+                value = float(np.dot(weight, [t.value for t in grown]) / weight.sum())
+                q = np.sum([t.visits * np.nan_to_num(t.q) for t in grown], axis=0)
                 q = q / np.maximum(visits, 1.0)
             policy = visits / visits.sum()
             q = np.where(visits > 0, q, np.nan)
@@ -596,86 +498,14 @@ class Engine:
                                               action, left)
                 if safe != action:
                     action, reason = safe, "avoid"
-            for t in trees:
-                self._lasts[t.lane] = _Last(
-                    t.tree, board[symmetry.permutations(self.size)[t.lane]], to_play,
-                    rules.rule, symmetry.transform_point(int(state.last_action), t.lane,
-                                                         self.size), rank)
+            self.trees.remember(grown, rules, state, rank)
         if not legal[action]:  # the guards above make this unreachable
             raise AssertionError(f"engine chose an occupied or forbidden point {action}")
         return Analysis(action, value, (value + 1.0) / 2.0, policy, prior, q, visits,
                         done - kept, kept, self.clock() - t0, reason)
-
-    def _begin(self, fns: programs.Programs, rules: Rules, states: State, allowed: np.ndarray,
-               rank: int, keep: bool, carry: bool, lane: int) -> _Tree:
-        """Tree ``lane``'s root, in the frame of the board's symmetry ``lane``:
-        the last tree kept (``keep``), its subtree carried (``carry``: reuse with
-        the time for it), or a fresh one."""
-        key = jax.random.fold_in(self._key, self._calls)
-        if lane:
-            key = jax.random.fold_in(jax.random.fold_in(self._key, lane), self._calls)
-        states = symmetry.transform_states(states, lane, self.size)
-        state = jax.tree.map(lambda x: x[0], states)
-        tree = self._kept(lane, rules, state, rank) if keep else None
-        if tree is None:
-            carried = self._carried(lane, rules, state, fns) if carry else None
-            inside = jnp.asarray(allowed[symmetry.permutations(self.size)[lane]])[None]
-            tree = fns.start(self.variables, key, states, inside, carried)
-        visits, _, _, _, prior = fns.results(tree)
-        return _Tree(lane, tree, key, int(np.asarray(visits).sum()),
-                     symmetry.untransform_policy(np.asarray(prior, np.float64), lane, self.size))
-
-    def _grow(self, fns: programs.Programs, deadline: float | None, budget: int,
-              start: _Tree) -> _Grown:
-        """Grow one tree in chunks until it holds ``budget`` visits or the next
-        chunk would likely end after ``deadline``."""
-        tree, done, last = start.tree, start.kept, 0.0
-        while done < budget:
-            now = self.clock()
-            # The next chunk is predicted to cost what the last one did, with a
-            # margin for noise; the first chunk also pays dispatch.
-            if deadline is not None and (now >= deadline or (done > start.kept and
-                                                             now + 1.5 * last > deadline)):
-                break
-            stop = min(done + self.chunk, budget)
-            # Between chunks only jitted calls with numpy scalars: an eager
-            # fold_in, a jnp scalar and the results read after every chunk
-            # cost about 3 ms a chunk on a slow CPU (a third of a 16-simulation
-            # chunk's time).
-            key = _fold_in(start.key, np.uint32(done + 1))
-            tree = fns.chunk(self.variables, key, tree, np.int32(stop))
-            tree.node_visits.block_until_ready()  # the chunk's end
-            last = self.clock() - now
-            done = stop
-        visits, value, q, action, _ = (np.asarray(x) for x in fns.results(tree))
-        lane, size = start.lane, self.size
-        return _Grown(lane, tree,
-                      symmetry.untransform_policy(visits.astype(np.float64), lane, size),
-                      float(value), symmetry.untransform_policy(q.astype(np.float64), lane, size),
-                      int(symmetry.permutations(size)[lane][int(action)]), start.prior, done,
-                      start.kept)
 
 
 def _after(rules: Rules, state: State, moves: list[int]) -> State:
     for move in moves:
         state = rules.step(state, jnp.int32(move))
     return state
-
-
-def _moves_between(board, to_play: int, new_board, new_to_play: int) -> list[int] | None:
-    """The moves (one, or ours then the opponent's) that lead from ``board`` with
-    ``to_play`` to move to ``new_board``, or None if no such sequence does."""
-    before, after = np.asarray(board), np.asarray(new_board)
-    if np.any((before != 0) & (after != before)):
-        return None
-    added = np.flatnonzero(after != before)
-    colour = lambda p: 0 if after[p] == 1 else 1  # noqa: E731  (+1 black, -1 white)
-    if len(added) == 1 and colour(added[0]) == to_play and new_to_play == 1 - to_play:
-        return [int(added[0])]
-    if len(added) == 2 and new_to_play == to_play:
-        mine = [int(p) for p in added if colour(p) == to_play]
-        theirs = [int(p) for p in added if colour(p) != to_play]
-        if len(mine) == 1 and len(theirs) == 1:
-            return [mine[0], theirs[0]]
-    return None
-
