@@ -599,13 +599,11 @@ def test_about_is_one_protocol_line():
 
 
 def test_each_rule_is_compiled_once_ahead_of_its_first_move():
-    """The engine's programs are a rule's own: START compiles the game's rule,
-    an INFO rule after it compiles the new one at once (not at the first
-    move), and a rule compiled already is not compiled again."""
+    """The engine's programs are a rule's own: START compiles both rules a
+    freestyle model plays (so an INFO rule before the first move, whose time
+    the manager counts, compiles nothing), and no rule is compiled twice."""
     b, engine, _ = make_brain(hostile=False)
-    assert one(b, b"START 15\r\n") == "OK" and engine.warmed == ["freestyle"]
-    run(b, b"INFO rule 1\r\n")
-    assert engine.warmed == ["freestyle", "standard"]
-    run(b, b"INFO rule 0\r\nINFO rule 1\r\n")
-    assert engine.warmed == ["freestyle", "standard"]
     assert one(b, b"START 15\r\n") == "OK" and engine.warmed == ["freestyle", "standard"]
+    run(b, b"INFO rule 1\r\nINFO rule 0\r\nINFO rule 1\r\n")
+    assert one(b, b"START 15\r\n") == "OK" and engine.warmed == ["freestyle", "standard"]
+    assert one(b, b"BEGIN\r\n").count(",") == 1 and engine.warmed == ["freestyle", "standard"]

@@ -223,12 +223,20 @@ class Brain:
         return ["OK"]
 
     def _warm_up(self):
-        """Compile the engine for the game's rule (each rule has its own
-        programs), once per rule; a refused rule is not compiled."""
-        rule = self.rule()
-        if self.engine is not None and self.refused is None and rule not in self._warm:
-            self.engine.warmup(self.rules())
-            self._warm.add(rule)
+        """Compile the engine for the game's rule, once per rule (each rule has
+        its own programs); a refused rule is not compiled. At START a model of
+        freestyle or standard compiles both, so that an ``INFO rule`` between
+        START and the first move (whose time the manager counts) compiles
+        nothing."""
+        if self.engine is None or self.refused is not None:
+            return
+        rules = [self.rule()]
+        if not self._warm and self.engine.model.rules.rule != "renju":
+            rules += [r for r in ("freestyle", "standard") if r != self.rule()]
+        for rule in rules:
+            if rule not in self._warm:
+                self.engine.warmup(self.engine.rules(rule))
+                self._warm.add(rule)
 
     def _ensure_engine(self):
         if self.engine is None and self.engine_error is None:
@@ -399,7 +407,7 @@ class Brain:
             self.notes.append(f"rule {bits}: playing {self.rule()} ({wins} wins) with a "
                               f"model trained on {trained}: the search and the tactical guard "
                               "follow the game's rule, the net may misjudge overlines")
-        if self._warm:  # after START: the new rule's programs now, not at the first move
+        if self._warm:  # after START: a rule not compiled yet now, not at the first move
             self._warm_up()
 
     def _cmd_about(self, arg: str, t_read: float) -> list[str]:

@@ -6,10 +6,11 @@ freestyle and standard let one set serve both, but made the search slower:
 on a 2-core Zen 4 the programs of one rule searched 1.11 and 1.10 times the
 simulations a second of the flag's with two trees (a game's opening and the
 bench's position, medians of 8 alternating searches of 4,096 simulations;
-docs/performance.md). So a game under another rule than the model's
-compiles a set of its own, once (``Engine.warmup(rules)`` ahead of the first
-move). Every function takes one position (a batch of 1) and a tree of fixed
-capacity, so each compiles once.
+docs/performance.md). So each rule a game is played under compiles a set
+of its own, once (``Engine.warmup(rules)`` ahead of the first move;
+``pbrain-agz`` compiles freestyle and standard at ``START``). Every
+function takes one position (a batch of 1) and a tree of fixed capacity, so
+each compiles once.
 """
 
 from __future__ import annotations
