@@ -36,8 +36,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -48,11 +46,8 @@ def fixed_game(model, rules, opening: list[int], plies: int, sims: int, seed: in
 
     player = engine.Engine(model, max_simulations=sims, algorithm="puct", reuse=False,
                            threads=1, seed=seed)
-    state = engine.make_state(rules, np.zeros(rules.num_actions, np.int8), 0)
-    moves = []
-    for move in opening:
-        state = rules.step(state, int(move))
-        moves.append(int(move))
+    moves = [int(move) for move in opening]
+    state = rules.from_moves(moves)
     for _ in range(plies):
         if bool(state.done):
             break
@@ -77,9 +72,7 @@ def measure_one(model, capacity: int, game: list[int], first: int, budget_ms: fl
     e.warmup(rules)
     rows = []
     for ply in range(first, len(game), 2):
-        state = engine.make_state(rules, np.zeros(rules.num_actions, np.int8), 0)
-        for move in game[:ply]:
-            state = rules.step(state, move)
+        state = rules.from_moves(game[:ply])
         if bool(state.done):
             break
         start = clock()

@@ -202,15 +202,11 @@ def opening_state(rules: Rules) -> State:
     """The position after ``OPENING``'s stones (on another board, after the
     first of the canonical renju openings, three stones at its centre)."""
     from agz_jax.game import openings
-    from agz_jax.play import engine
 
     name, index = OPENING
     moves = (openings.load(name, rules.size)[index] if rules.size == 15
              else openings.renju_canonical(rules.size)[0])
-    state = engine.make_state(rules, np.zeros(rules.num_actions, np.int8), 0)
-    for move in moves:
-        state = rules.step(state, int(move))
-    return state
+    return rules.from_moves(moves)
 
 
 def bench_mentor(rules: Rules, games: int, levels, seed: int) -> dict:
