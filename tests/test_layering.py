@@ -177,3 +177,34 @@ def test_the_reader_sees_a_command_import(tmp_path):
                                    "from experiments.c import x\nimport experiments.d\n")
     assert experiments_imported(tmp_path / "a.py") == {
         "experiments.b", "experiments.c", "experiments.d"}
+
+
+MCTX_LOOP = "agz_jax.search.mctx_loop"
+"""The one package that may import mctx's private API (``mctx._src``)."""
+
+
+def private_mctx_imports(path: Path) -> set[str]:
+    """The ``mctx._src`` modules ``path`` imports."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mctx._src"):
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("mctx._src"))
+    return found
+
+
+def test_only_the_loop_touches_mctx_private_api():
+    """An mctx upgrade is checked in one place: only ``search.mctx_loop``'s
+    modules import ``mctx._src`` (and they do)."""
+    users = {m for m, path in modules().items() if private_mctx_imports(path)}
+    outside = sorted(m for m in users if m != MCTX_LOOP and not m.startswith(MCTX_LOOP + "."))
+    assert not outside, f"mctx._src imported outside {MCTX_LOOP}: {outside}"
+    assert users, "the loop no longer reads mctx._src: update this test and the docs"
+
+
+def test_the_reader_sees_a_private_mctx_import(tmp_path):
+    (tmp_path / "a.py").write_text(
+        "import mctx\n\ndef f():\n    from mctx._src import search as s\n"
+        "    import mctx._src.tree\n")
+    assert private_mctx_imports(tmp_path / "a.py") == {"mctx._src", "mctx._src.tree"}
