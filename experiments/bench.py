@@ -92,6 +92,7 @@ from agz_jax.studies.bench_measures import (
     bench_devices_worker,
     bench_mentor,
     bench_position,
+    bench_rule_position,
     bench_train,
     matmul_gflops,
 )
@@ -146,7 +147,8 @@ SECTION_KEYS = {
     "renju": tuple(f"renju.{k}" for k in (
         "freestyle_mask_ms", "renju_mask_ms", "mask_cost", "freestyle_tactics_ms",
         "renju_tactics_ms", "tactics_cost", "freestyle_sims_per_s", "renju_sims_per_s",
-        "search_cost")),
+        "search_cost", "freestyle_position_sims_per_s", "renju_position_sims_per_s",
+        "position_cost")),
 }
 SPEEDUP_KEYS = tuple(f"{mode}.speedup_vs_baseline" for mode in MODES)
 """Reported when both ``search`` and ``baseline`` ran."""
@@ -394,9 +396,14 @@ def section_renju(b: Bench) -> None:
         log(f"renju: {rule} self-play")
         out[f"{rule}_sims_per_s"] = bench_search(rules, nets, variables, b.states, b.args,
                                                  b.repeats, b.reps)["sims_per_s"]
+        log(f"renju: {rule}, one position's search with the rule's model")
+        out[f"{rule}_position_sims_per_s"] = bench_rule_position(
+            rule, b.args, b.repeats)["sims_per_s"]
     out["mask_cost"] = out["renju_mask_ms"] / out["freestyle_mask_ms"]
     out["tactics_cost"] = out["renju_tactics_ms"] / out["freestyle_tactics_ms"]
     out["search_cost"] = out["freestyle_sims_per_s"] / out["renju_sims_per_s"]
+    out["position_cost"] = (out["freestyle_position_sims_per_s"]
+                            / out["renju_position_sims_per_s"])
     b.results["renju"] = out
 
 
@@ -413,7 +420,9 @@ def renju_lines(res: dict) -> list[str]:
             f"  {'mask and all tactics, ms a batch':<34}{r['freestyle_tactics_ms']:>10.3f}"
             f"{r['renju_tactics_ms']:>10.3f}{r['tactics_cost']:>7.1f}x",
             f"  {'self-play simulations/s':<34}{r['freestyle_sims_per_s']:>10.0f}"
-            f"{r['renju_sims_per_s']:>10.0f}{r['search_cost']:>7.1f}x"]
+            f"{r['renju_sims_per_s']:>10.0f}{r['search_cost']:>7.1f}x",
+            f"  {'one position, simulations/s':<34}{r['freestyle_position_sims_per_s']:>10.0f}"
+            f"{r['renju_position_sims_per_s']:>10.0f}{r['position_cost']:>7.1f}x"]
 
 
 def position_lines(res: dict) -> list[str]:

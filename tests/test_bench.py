@@ -59,6 +59,11 @@ SECTION_KEYS = {
              "bf16.value_diff_mean"),
     "mentor": ("mentor.0.games_per_s", "mentor.0.moves_per_s", "mentor.1.games_per_s",
                "mentor.1.chunked_games_per_s"),
+    "position": ("position.plain_sims_per_s", "position.trees_2_sims_per_s",
+                 "position.opening_plain_sims_per_s", "position.opening_trees_2_sims_per_s"),
+    "renju": ("renju.renju_mask_ms", "renju.renju_tactics_ms", "renju.renju_sims_per_s",
+              "renju.freestyle_position_sims_per_s", "renju.renju_position_sims_per_s",
+              "renju.position_cost"),
 }
 RESULT_KEYS = tuple(k for keys in SECTION_KEYS.values() for k in keys)
 # The top-level "results" entries each section writes.

@@ -192,6 +192,28 @@ def test_the_search_depth_errs_only_towards_forbidding():
     assert not bool(jnp.any(deep & ~default))
 
 
+@pytest.mark.parametrize("rows", [1, 5, 60])
+def test_forbidden_rows_is_forbidden_of_each_board(rows):
+    """The batch reading, which follows the recursion only on boards that have
+    a candidate double three (a branch for one board, chunks for more), gives
+    each board's ``forbidden``: on boards that hold every foul, and on boards
+    with none to follow."""
+    built = list(renju_check.boards("dense_boards", seed=5, count=rows))
+    quiet = np.zeros_like(built[0])
+    quiet[[112, 113, 127]] = [1, -1, 1]
+    boards = jnp.asarray(np.stack(built[:rows - 1] + [quiet] if rows > 1 else [quiet]))
+    each = np.asarray(heavy_jit(jax.vmap(renju.forbidden))(boards))
+    batch = np.asarray(heavy_jit(renju.forbidden_rows)(boards))
+    assert (batch == each).all()
+    candidates = np.asarray(jax.vmap(lambda b: renju._candidates(b, 2, 8)[2].any())(boards))
+    assert not candidates[-1] and (rows == 1 or candidates[:-1].any())  # work for the recursion
+    if rows == 1:
+        dense = jnp.asarray(built[0])[None]
+        assert bool(renju._candidates(dense[0], 2, 8)[2].any())
+        assert (np.asarray(heavy_jit(renju.forbidden_rows)(dense))
+                == np.asarray(heavy_jit(jax.vmap(renju.forbidden))(dense))).all()
+
+
 RULES = Rules(SIZE, "renju")
 LEGAL = heavy_jit(RULES.legal_mask)
 STEP = heavy_jit(RULES.step)

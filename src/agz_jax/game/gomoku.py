@@ -187,6 +187,15 @@ class Rules:
         from agz_jax.game import renju
         return renju.forbidden(board) & (jnp.asarray(me) == 1)
 
+    def forbidden_rows(self, boards: jax.Array) -> jax.Array:
+        """bool[B, A]: ``forbidden`` (black's) of each board of ``boards``
+        [B, A], its recursion read only where a board needs it
+        (``renju.forbidden_rows``)."""
+        if self.rule != "renju":
+            return jnp.zeros(boards.shape, bool)
+        from agz_jax.game import renju
+        return renju.forbidden_rows(boards)
+
     def _exact_for(self, me: jax.Array) -> jax.Array | bool:
         """Does a stone ``me`` (+1/-1) win only with exactly five?"""
         if self.rule == "renju":

@@ -178,20 +178,58 @@ def forbidden(board: jax.Array, depth: int = DEPTH, candidates: int = CANDIDATES
               judge: bool = False) -> jax.Array:
     """bool[A]: the empty points where black may not play on ``board`` int8[A]
     (+1 black, -1 white), whoever is to move."""
+    padded, simple, maybe, slots = _candidates(board, depth, candidates)
+    if depth == 0:
+        return simple | maybe
+    return _settled(simple, maybe, slots, _recursion(padded, slots, depth, judge))
+
+
+def forbidden_rows(boards: jax.Array, depth: int = DEPTH, candidates: int = CANDIDATES
+                   ) -> jax.Array:
+    """bool[B, A]: ``forbidden`` of each board of ``boards`` int8[B, A], the
+    double-three recursion read only on the boards that have a candidate for
+    it (``compaction.map_where``; most boards of a game have none). In a
+    one-position search that is a branch: on a renju opening the engine's
+    tactics took 139 us a position instead of 259 (2026-12-02)."""
+    padded, simple, maybe, slots = jax.vmap(
+        lambda b: _candidates(b, depth, candidates))(boards)
+    if depth == 0:
+        return simple | maybe
+    read = compaction.map_where(lambda pad, s: _recursion(pad, s, depth, False),
+                                jnp.any(maybe, axis=-1), padded, slots)
+    return jax.vmap(_settled)(simple, maybe, slots, read)
+
+
+def _candidates(board: jax.Array, depth: int, candidates: int):
+    """(padded, simple, maybe, slots) of ``board``: the board ``with_off_board``;
+    the empty points an overline or a double four forbids; those that have two
+    threes (forbidden unless the recursion finds a three false); and the first
+    ``candidates`` of those (``compaction.first_true``; none at depth 0)."""
     a = board.shape[-1]
-    size = int(round(a ** 0.5))
-    windows = jnp.asarray(line_window_table(size))
+    windows = jnp.asarray(line_window_table(int(round(a ** 0.5))))
     padded = with_off_board(board)
     five, over, fours, threes = read_lines(padded[windows])  # [A, 4]
     empty = board == 0
     no_five = ~jnp.any(five, axis=-1)
     simple = empty & no_five & (jnp.any(over, axis=-1) | (jnp.sum(fours, axis=-1) >= 2))
     maybe = empty & no_five & ~simple & (jnp.sum(threes != 0, axis=-1) >= 2)
-    if depth == 0:
-        return simple | maybe
-    k = min(candidates, a)
-    slots = compaction.first_true(maybe, k)
-    read = jax.vmap(lambda p: _point(padded, windows, p, depth, judge=judge))(slots)
+    slots = (compaction.first_true(maybe, min(candidates, a)) if depth
+             else jnp.zeros((0,), jnp.int32))
+    return padded, simple, maybe, slots
+
+
+def _recursion(padded: jax.Array, slots: jax.Array, depth: int, judge: bool) -> jax.Array:
+    """bool[K]: is each candidate point of ``slots`` forbidden (``_point``)?"""
+    size = int(round((padded.shape[-1] - 1) ** 0.5))
+    windows = jnp.asarray(line_window_table(size))
+    return jax.vmap(lambda p: _point(padded, windows, p, depth, judge=judge))(slots)
+
+
+def _settled(simple: jax.Array, maybe: jax.Array, slots: jax.Array, read: jax.Array
+             ) -> jax.Array:
+    """bool[A]: the forbidden points, the candidates read by the recursion and
+    any further ones (past ``CANDIDATES``) taken as forbidden, the safe side."""
+    a = simple.shape[-1]
     checked = jnp.zeros(a, bool).at[slots].set(True)
     exact = jnp.zeros(a, bool).at[slots].set(read)
     return simple | (maybe & jnp.where(checked, exact, True))

@@ -283,7 +283,7 @@ def _search_moves(rules: Rules, states: State, forced: bool = False,
     the open four) unless that block happens to make the mover a four,
     which this rule does not read.
     """
-    black = jax.vmap(rules.forbidden)(states.board)  # read once: the mask and the threats
+    black = rules.forbidden_rows(states.board)  # read once: the mask and the threats
     legal = jax.vmap(rules.legal_mask)(states, black)
     if not forced:
         return legal

@@ -81,15 +81,16 @@ def bench_baseline(nets, variables, positions, args, budget: float) -> dict:
             "baseline_games": len(games), "baseline_moves": moves, "baseline_s": seconds}
 
 
-def position_model(size: int, seed: int):
-    """``models/default`` when ``size`` is 15; else its architecture and search
+def position_model(size: int, seed: int, rule: str = "freestyle"):
+    """The shipped model of ``rule`` (``models/default``; ``models/renju``
+    under renju) when ``size`` is 15; else its architecture and search
     settings on a ``size`` board, untrained."""
     from pathlib import Path
 
     from agz_jax.nets import models
     from agz_jax.nets.networks import make_networks
 
-    default = models.load("default")
+    default = models.load("renju" if rule == "renju" else "default")
     if size == default.rules.size:
         return default
     config = default.config.replace(**{"game.size": size, "openings.path": ""})
@@ -192,6 +193,29 @@ def bench_position(position: baseline.Position, mixed: State, args, repeats: int
     out["trees_2_speedup"] = best["trees_2"] / best["plain"]
     out["best_speedup"] = max(best.values()) / best["plain"]
     return out
+
+
+def bench_rule_position(rule: str, args, repeats: int) -> dict:
+    """One position's search under ``rule``, as ``bench_position``'s plain
+    engine (one tree, PUCT with the model's c_puct, the host's VCF reading
+    off) with the rule's shipped model (``position_model``), on the position
+    after the first canonical renju opening (three stones at the centre);
+    the best of ``repeats + 1`` searches of ``--position-sims``."""
+    from agz_jax.game import openings
+    from agz_jax.play import engine
+
+    model = position_model(args.size, args.seed, rule)
+    e = engine.Engine(model, max_simulations=args.position_capacity, chunk=64,
+                      algorithm="puct", reuse=False, seed=args.seed, vcf=False)
+    rules = e.rules(rule)
+    e.warmup(rules)
+    state = rules.from_moves(openings.renju_canonical(rules.size)[0])
+    best = 0.0
+    for _ in range(repeats + 1):
+        e.forget()
+        a = e.analyse(rules, state, simulations=args.position_sims)
+        best = max(best, a.simulations / a.elapsed)
+    return {"model": model.name, "sims_per_s": best}
 
 
 OPENING = ("rapfi15", 0)
