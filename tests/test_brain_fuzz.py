@@ -607,3 +607,9 @@ def test_each_rule_is_compiled_once_ahead_of_its_first_move():
     run(b, b"INFO rule 1\r\nINFO rule 0\r\nINFO rule 1\r\n")
     assert one(b, b"START 15\r\n") == "OK" and engine.warmed == ["freestyle", "standard"]
     assert one(b, b"BEGIN\r\n").count(",") == 1 and engine.warmed == ["freestyle", "standard"]
+    # A renju model's games come as START, then INFO rule 4: START compiles renju.
+    b, engine, _ = make_brain(hostile=False)
+    engine.model.rules = Rules(SIZE, "renju")
+    assert one(b, b"START 15\r\n") == "OK" and engine.warmed == ["renju"]
+    run(b, b"INFO rule 4\r\n")
+    assert one(b, b"BEGIN\r\n").count(",") == 1 and engine.warmed == ["renju"]

@@ -224,15 +224,17 @@ class Brain:
 
     def _warm_up(self):
         """Compile the engine for the game's rule, once per rule (each rule has
-        its own programs); a refused rule is not compiled. At START a model of
-        freestyle or standard compiles both, so that an ``INFO rule`` between
-        START and the first move (whose time the manager counts) compiles
-        nothing."""
+        its own programs); a refused rule is not compiled. START compiles the
+        rules the model plays instead: freestyle and standard for a model of
+        either, renju for a renju model (whose games a manager announces with
+        ``INFO rule 4`` after START), so that an ``INFO rule`` between START
+        and the first move, whose time the manager counts, compiles nothing."""
         if self.engine is None or self.refused is not None:
             return
         rules = [self.rule()]
-        if not self._warm and self.engine.model.rules.rule != "renju":
-            rules += [r for r in ("freestyle", "standard") if r != self.rule()]
+        if not self._warm:
+            rules = (["renju"] if self.engine.model.rules.rule == "renju"
+                     else ["freestyle", "standard"])
         for rule in rules:
             if rule not in self._warm:
                 self.engine.warmup(self.engine.rules(rule))
