@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from tiny_models import random_model
 
-from agz_jax.game import renju, symmetry
+from agz_jax.game import symmetry
 from agz_jax.nets import models
 from agz_jax.play import engine, readings, trees
 
@@ -237,22 +237,6 @@ def test_no_time_left_plays_the_prior(eng):
     a = eng.analyse(rules, state, deadline=time.perf_counter() - 1.0)
     assert a.reason == "prior" and a.simulations == 0
     assert a.action == int(np.argmax(np.where(np.asarray(state.board) == 0, a.prior, -1)))
-
-
-def test_warmup_compiles_the_host_readings_of_its_rule(eng, monkeypatch):
-    """The engine's warm-up compiles the host's readings too: under renju the
-    foul reading of one point, which costs about 2 s to compile, far more than
-    a timed move's share."""
-    asked = []
-    monkeypatch.setattr(engine.readings, "warm_up", lambda rule, size: asked.append(rule))
-    eng.warmup()
-    assert asked == [eng.model.rules.rule]
-    monkeypatch.undo()
-    renju._foul_jit.cache_clear()  # a fresh jitted reading, nothing compiled yet
-    engine.readings.warm_up("freestyle", SIZE)
-    assert renju._foul_jit.cache_info().currsize == 0
-    engine.readings.warm_up("renju", SIZE)
-    assert renju._foul_jit(renju.REFEREE_DEPTH)._cache_size() == 1
 
 
 def test_bad_calls_are_refused(eng):

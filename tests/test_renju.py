@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from tiny_models import heavy_jit
+from tiny_models import heavy_jit, renju_fouls
 
 from agz_jax.game import renju, renju_check
 from agz_jax.game.gomoku import BLACK, WHITE, Rules
@@ -190,6 +190,22 @@ def test_the_search_depth_errs_only_towards_forbidding():
     default = heavy_jit(jax.vmap(renju.forbidden))(boards)
     deep = heavy_jit(jax.vmap(lambda b: renju.forbidden(b, 3, 64)))(boards)
     assert not bool(jnp.any(deep & ~default))
+
+
+@pytest.mark.parametrize("generator", renju_check.GENERATORS)
+def test_the_host_reading_of_a_point_is_the_jitted_one(generator):
+    """``foul_code`` reads one point on the host with early exits; on boards
+    that hold every foul and on random games' boards it gives the jitted
+    ``foul``'s code (overline, double four, double three, none) at every
+    point."""
+    boards = list(renju_check.boards(generator, seed=7, count=12))
+    codes = set()
+    for board in boards:
+        host = np.array([renju.foul_code(board, p) for p in range(board.size)])
+        assert (host == renju_fouls(board)).all()
+        codes |= set(host.tolist())
+    assert codes - {0} or generator == "random_games", codes  # the fouls were read
+    assert codes == {0, 1, 2, 3} or generator != "dense_boards", codes
 
 
 @pytest.mark.parametrize("rows", [1, 5, 60])

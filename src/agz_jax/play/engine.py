@@ -331,7 +331,6 @@ class Engine:
         calls, lasts = self.trees.calls, self.trees.lasts
         empty = np.zeros(rules.num_actions, np.int8)
         self.check_board(rules, empty)
-        readings.warm_up(rules.rule, rules.size)  # under renju, the host's foul reading
         state = make_state(rules, empty, 0)
         sims = min(2 * self.chunk, self.max_simulations) * self.threads
         self.trees.forget()

@@ -47,17 +47,6 @@ def forbidden_callback(rule: str):
     return forbidden
 
 
-def warm_up(rule: str, size: int) -> None:
-    """Compile the readings' jitted parts for ``rule`` ahead of a game: under
-    renju the foul reading of one point (``renju.foul_code``), which the VCF
-    reading asks for each black four and ``pbrain-agz`` for each black stone
-    of a ``BOARD``; compiling it costs about 2 s, far more than a move's
-    share of a timed turn."""
-    forbidden = forbidden_callback(rule)
-    if forbidden is not None:
-        forbidden(np.zeros(size * size, np.int8), size * size // 2)
-
-
 def _colour(to_play: int) -> int:
     return 1 if to_play == 0 else -1
 
