@@ -44,6 +44,8 @@ EMPTY, BLACK, OTHER = 0, 1, 2
 """A window point's digit in the table index: empty, black, white or off the board."""
 OTHERS = np.array([0, 1, 2, 3, 4, 6, 7, 8, 9, 10])
 """The 10 window points besides the centre (index 5), in digit order."""
+POWERS = 3 ** np.arange(len(OTHERS))
+"""Each window digit's place value in the table index."""
 COMPLETIONS = np.array([1, 2, 3, 4, 6, 7, 8, 9])
 """The window points a three's completion point can lie on (within 4 of the centre)."""
 DEPTH = 2
@@ -131,7 +133,7 @@ def read_lines(vals: jax.Array):
     """The table's reading (five, over, fours, threes), each [..., 4], of
     windows ``vals`` int[..., 4, 11] of black stones at their centres."""
     digits = _digits(vals[..., OTHERS])
-    index = jnp.sum(digits * jnp.asarray(3 ** np.arange(len(OTHERS)), jnp.int32), axis=-1)
+    index = jnp.sum(digits * jnp.asarray(POWERS, jnp.int32), axis=-1)
     table = line_table()
     return tuple(jnp.asarray(table[k])[index] for k in ("five", "over", "fours", "threes"))
 
@@ -283,14 +285,11 @@ def foul_code(board, p: int, depth: int = REFEREE_DEPTH) -> int:
     return 3 if over.any() else 2 if int(fours.sum()) >= 2 else 1
 
 
-_POWERS = 3 ** np.arange(len(OTHERS))
-
-
 class _HostReader:
     """``_point`` on a host board, one point at a time, with early exits."""
 
     def __init__(self, board: np.ndarray, size: int):
-        self.windows = _host_windows(size)
+        self.windows = line_window_table(size)  # cached
         self.padded = np.concatenate([board, np.array([OFF_BOARD], np.int8)])
         self.table = line_table()
         self.first, self.second = _set_bits()
@@ -301,7 +300,7 @@ class _HostReader:
         if added:
             vals = np.where(np.isin(win, added), 1, vals)
         digits = np.where(vals == 0, EMPTY, np.where(vals == 1, BLACK, OTHER))[:, OTHERS]
-        index = digits @ _POWERS
+        index = digits @ POWERS
         t = self.table
         return t["five"][index], t["over"][index], t["fours"][index], t["threes"][index]
 
@@ -330,8 +329,3 @@ class _HostReader:
             if real + (len(lines) - 1 - lines.index(d)) < 2:
                 return False
         return False
-
-
-@functools.cache
-def _host_windows(size: int) -> np.ndarray:
-    return line_window_table(size)

@@ -90,10 +90,10 @@ def position_model(size: int, seed: int, rule: str = "freestyle"):
     from agz_jax.nets import models
     from agz_jax.nets.networks import make_networks
 
-    default = models.load("renju" if rule == "renju" else "default")
-    if size == default.rules.size:
-        return default
-    config = default.config.replace(**{"game.size": size, "openings.path": ""})
+    shipped = models.load("renju" if rule == "renju" else "default")
+    if size == shipped.rules.size:
+        return shipped
+    config = shipped.config.replace(**{"game.size": size, "openings.path": ""})
     nets = make_networks(config.net, board_size=config.game.size, features=config.features)
     return models.Model(name=f"untrained {size}x{size}", path=Path("."), config=config,
                         rules=Rules(size, config.game.rule), nets=nets,
