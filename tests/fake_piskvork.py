@@ -18,7 +18,11 @@ MODE (or the environment's ``FAKE_PISKVORK_MODE``) is one of:
   ``--window-ms`` (default 50) of its last output, and reads the rest of the
   line as a command of its own (``ERROR Unknown command: 7,8``).
 
-N is ``--after`` (default 3). It speaks START, RESTART, INFO, BEGIN, TURN,
+N is ``--after`` (default 3). With ``--debug`` (as ``pbrain-agz`` is run by
+the outside yardstick) a ``DEBUG search: N simulations ... in T ms`` line in
+``pbrain-agz``'s form comes before each move, N 100 times the moves made so far.
+
+It speaks START, RESTART, INFO, BEGIN, TURN,
 BOARD ... DONE, ABOUT and END, with notes (``MESSAGE``, ``DEBUG``) before
 some replies as real engines print them; its move's ``MESSAGE`` carries an
 ``Eval`` (``evaluation``) as Rapfi's does.
@@ -36,8 +40,8 @@ LINES = ((1, 0), (0, 1), (1, 1), (1, -1))
 
 
 class Fake:
-    def __init__(self, mode: str, after: int, window_s: float):
-        self.mode, self.after, self.window_s = mode, after, window_s
+    def __init__(self, mode: str, after: int, window_s: float, debug: bool = False):
+        self.mode, self.after, self.window_s, self.debug = mode, after, window_s, debug
         self.size = 15
         self.fields: dict[tuple[int, int], int] = {}  # (x, y) -> 1 own, 2 opponent
         self.moves_made = 0
@@ -128,6 +132,10 @@ class Fake:
         x, y = self.choose()
         self.fields[(x, y)] = 1
         self.moves_made += 1
+        if self.debug:  # pbrain-agz's form, carried visits from the second move on
+            carried = f" (+{self.moves_made * 10} carried)" if self.moves_made > 1 else ""
+            self.say(f"DEBUG search: {100 * self.moves_made} simulations{carried} in 5 ms "
+                     "(budget 300 ms), value +0.000; fake")
         self.say(f"MESSAGE thinking done | Eval {self.evaluation()}")
         self.say(f"{x},{y}")
 
@@ -170,8 +178,9 @@ def main() -> None:
                         choices=MODES)
     parser.add_argument("--after", type=int, default=3)
     parser.add_argument("--window-ms", type=float, default=50.0)
+    parser.add_argument("--debug", action="store_true")
     args, _ = parser.parse_known_args()  # e.g. pbrain-agz's --model, when standing in for it
-    Fake(args.mode, args.after, args.window_ms / 1000.0).run()
+    Fake(args.mode, args.after, args.window_ms / 1000.0, args.debug).run()
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tiny_models import compile_lock, random_model, xla_cache_dir
 
+from agz_jax.play.piskvork_games import searched
+
 SIZE = 15
 CAPACITY = 4096  # the tree; time limits stop the search well before
 MOVE = re.compile(r"^(\d+),(\d+)$")
@@ -386,6 +388,10 @@ def test_moves_stay_within_timeout_turn(brain):
         latencies.append(time.perf_counter() - t0)
         assert debug.startswith("DEBUG"), debug
         sims.append(int(re.search(r"(\d+) simulations", debug).group(1)))
+        # The outside yardstick's ledger reads the same line (piskvork_games.searched).
+        reason, count, _, ms = searched([debug])
+        assert count == sims[-1] and reason in ("search", "block", "win", "vcf", "defend")
+        assert 0 <= ms <= latencies[-1] * 1000 + 1  # inside the move, as timed here
         board[parse_move(reply)] = 1
         a = int(rng.choice(np.flatnonzero(board == 0)))
         board[a] = 2

@@ -60,6 +60,23 @@ def test_a_full_game_ends_on_a_five(referee):
     assert a.proc is None and b.proc is None  # closed on leaving the block
 
 
+def test_a_game_keeps_what_each_move_searched(referee):
+    """``pbrain-agz --debug``'s line before each move (here the stand-in's, in
+    its form) is kept for each move after the opening; an engine that prints
+    none gets None."""
+    with Piskvork(fake("normal", "--debug"), "ours", FAST) as a, \
+            Piskvork(fake(), "theirs", FAST) as b:
+        game = play_game(b, a, OPENING, referee)  # ours white: the first move after it
+    assert len(game.searched) == len(game.moves) - len(OPENING)
+    ours, theirs = game.searched[0::2], game.searched[1::2]
+    assert all(s is None for s in theirs)
+    assert ours[0] == ["search", 100, 0, 5] and ours[1] == ["search", 200, 20, 5]
+    assert [s[1] for s in ours] == [100 * (i + 1) for i in range(len(ours))]
+    assert piskvork_games.searched(["MESSAGE x", "DEBUG vcf: 0 simulations in 48 ms "
+                                    "(budget 920 ms), value +1.000"]) == ["vcf", 0, 0, 48]
+    assert piskvork_games.searched(["DEBUG search failed (ValueError: x)"]) is None
+
+
 def test_begin_on_the_empty_board(referee):
     with Piskvork(fake(), "a", FAST) as a, Piskvork(fake(), "b", FAST) as b:
         game = play_game(a, b, [], referee)
@@ -127,7 +144,7 @@ def test_start_failure_is_a_loss(referee, tmp_path):
 # -- experiments.play.outside ---------------------------------------------------------------------
 
 def fake_candidate(name="ours@300ms", mode="normal"):
-    return outside.Candidate(name, fake(mode), 15, "freestyle")
+    return outside.Candidate(name, fake(mode, "--debug"), 15, "freestyle")
 
 
 def play(tmp_path, lines, nodes=(10, 20), games=2, theirs=None, **kw):
@@ -158,6 +175,13 @@ def test_ledger_keeps_every_game_and_a_rerun_resumes(tmp_path):
     opening = openings.load("balanced15", 15)[first["outside"]["opening"]]
     assert first["outside"]["moves"][:3] == [int(a) for a in opening]
     assert (first["ladder_seed"], first["openings"], first["opening_plies"]) == (1, "balanced15", 0)
+    # The candidate's account of each of its moves after the opening (black: its
+    # stones are the even ones), and none of the outside engine's.
+    ours = len(range(4, len(first["outside"]["moves"]), 2))
+    assert [s[1] for s in first["outside"]["searched"]] == [100 * (i + 1) for i in range(ours)]
+    assert [s[0] for s in kept[1]["outside"]["searched"]] == ["search"] * len(
+        kept[1]["outside"]["searched"])
+    assert outside.rows(kept)[0].simulations  # the table's median reads them
     assert play(tmp_path, ladder_ledger.read_ledger(ledger)) == 0  # all done: nothing to play
     # A run killed in its last game: only that game is played again, the same way.
     text = ledger.read_text().splitlines()
@@ -210,14 +234,23 @@ def test_table_rows_and_rung():
              game_line("c", 3000, True, "l", failed="c"),
              {"a": "x", "b": "y", "wins": 1, "draws": 0, "losses": 1, "games": 2, "seed": 5,
               "size": 15, "rule": "freestyle"}]
+    # Searched moves' simulations: the median over full searches only (not a block, a
+    # VCF or a move said nothing of).
+    lines[0]["outside"]["searched"] = [["search", 1000, 0, 900], None, ["vcf", 0, 0, 40]]
+    lines[1]["outside"]["searched"] = [["search", 3000, 50, 900], ["block", 10, 0, 5],
+                                       ["search", 5000, 0, 910]]
     rows = outside.rows(lines)
+    assert rows[0].simulations == (1000, 3000, 5000) and rows[0].median_simulations == 3000
+    assert rows[1].median_simulations is None
     assert [(r.opponent, r.games, r.black, r.white) for r in rows] == [
         ("rapfi:300", 4, (2, 0, 0), (0, 1, 1)), ("rapfi:1000", 2, (1, 0, 0), (0, 0, 1)),
         ("rapfi:3000", 1, (0, 0, 1), (0, 0, 0))]
     assert rows[0].score == pytest.approx(2.5 / 4) and outside.rung(rows).opponent == "rapfi:1000"
     md = outside.table(lines, Path("docs/outside/games.jsonl"))
     low, high = wilson(0.625, 4)
-    assert f"| `rapfi:300` | 4 | 0.625 | 2-0-0 | 0-1-1 | {low:.2f} .. {high:.2f} | - |" in md
+    assert (f"| `rapfi:300` | 4 | 0.625 | 2-0-0 | 0-1-1 | {low:.2f} .. {high:.2f} | - "
+            "| 3,000 |") in md
+    assert "| 1× c timeout | - |" in md  # no account of any move in that ledger line
     assert "| `rapfi:1000` | 2 of 4 |" in md and "1× c timeout" in md
     assert "Rung: **`rapfi:1000`**" in md
     merged = outside.as_matches(lines)  # for the Elo fit: one line per match

@@ -11,11 +11,14 @@ already on the board, black first), referees it with the project's rules
 (``agz_jax.game.gomoku.Rules.is_win``: five or more in a row for freestyle, a full
 board a draw; under renju a black move on a forbidden point loses, as in
 Gomocup's renju league) and counts an engine's failure as its loss, the reason
-kept.
+kept. ``pbrain-agz --debug`` says before each move what its search did;
+``Game.searched`` keeps that for every move, so that a match's ledger shows
+how much each move searched on the machine that played it.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -38,6 +41,23 @@ class Game(NamedTuple):
     failed: int | None
     failure: str | None  # the EngineError's kind ("timeout", "illegal", ...)
     seconds: float
+    searched: tuple = ()  # a move's account (``searched``) for each move after the opening
+
+
+_SEARCHED = re.compile(r"DEBUG (\w+): (\d+) simulations(?: \(\+(\d+) carried\))? in (\d+) ms")
+
+
+def searched(notes: Sequence[str]) -> list | None:
+    """What ``pbrain-agz --debug`` said of the move it just played: ``[reason,
+    simulations, carried, ms]`` (reason ``search``, ``block``, ``vcf``, ``win``,
+    ...; ``carried``: the visits its tree kept from the last move), from the
+    notes before its reply; None when there is no such line (another engine,
+    or no ``--debug``)."""
+    for line in notes:
+        found = _SEARCHED.match(line)
+        if found:
+            return [found[1], int(found[2]), int(found[3] or 0), int(found[4])]
+    return None
 
 
 def rule_name(bits: int) -> str:
@@ -105,9 +125,11 @@ def play_game(black: Piskvork, white: Piskvork, opening: Sequence[int] = (),
         board[action] = 1 if i % 2 == BLACK else -1
     engines = (black, white)
     seen = [False, False]  # has the engine been sent the position yet?
+    accounts: list = []  # searched(...) of each move after the opening
 
     def over(winner, reason, failed=None, failure=None) -> Game:
-        return Game(winner, moves, reason, failed, failure, time.monotonic() - t0)
+        return Game(winner, moves, reason, failed, failure, time.monotonic() - t0,
+                    tuple(accounts))
 
     for colour, engine in enumerate(engines):
         try:
@@ -131,6 +153,7 @@ def play_game(black: Piskvork, white: Piskvork, opening: Sequence[int] = (),
             return over(1 - colour, str(e), colour, e.kind)
         foul = referee.foul(board, action) if colour == BLACK else None
         moves.append(action)
+        accounts.append(searched(engine.notes))
         if foul:
             return over(WHITE, f"forbidden ({foul})")
         board[action] = 1 if colour == BLACK else -1

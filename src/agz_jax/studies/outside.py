@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+
 from agz_jax.config.schema import ConfigError
 from agz_jax.play import players
 from agz_jax.studies import ledger as ladder_ledger
@@ -131,7 +133,10 @@ def candidate(spec: players.Spec, turn_ms: int, name: str | None = None,
     """How a loaded spec plays as a Piskvork engine; ``name``: the ladder's name
     of the spec (default ``model_name``), before the clock is added;
     ``engine_args``: more ``pbrain-agz`` flags (named in the candidate's name)."""
-    argv = [*pbrain_command(), "--model", str(spec.run_dir), *shlex.split(engine_args)]
+    # --debug: a line before each move saying what its search did, kept in the ledger
+    # (``searched``); it changes nothing of the play, so it is not in the name.
+    argv = [*pbrain_command(), "--model", str(spec.run_dir), "--debug",
+            *shlex.split(engine_args)]
     if spec.kind == "mcts":  # the model's search: at most SIMS simulations in one tree
         argv += ["--sims", str(spec.sims), "--max-sims", str(spec.sims), "--threads", "1",
                  "--c-puct", f"{spec.config.search.c_puct:g}"]
@@ -151,7 +156,6 @@ def candidate(spec: players.Spec, turn_ms: int, name: str | None = None,
 def schedule(seed: int, num_openings: int, games: int) -> list[tuple[int, bool]]:
     """(opening index, candidate is black) of each game of a match: distinct
     openings while the set lasts, each twice in a row, black then white."""
-    import numpy as np
 
     picks = np.random.default_rng(seed).permutation(num_openings)[np.arange(games // 2)
                                                                   % num_openings]
@@ -294,11 +298,22 @@ def append_game(ledger: Path, lines: list[dict], m: Match, k: int, games: int, i
             "outside": {"game": k, "of": games, "opening": index, "a_black": a_black,
                         "nodes": m.nodes, "turn_ms": turn_ms,
                         "outside_turn_ms": outside_turn_ms, "reason": game.reason,
-                        "failed": failed, "failure": game.failure, "moves": game.moves},
+                        "failed": failed, "failure": game.failure, "moves": game.moves,
+                        **_searched(game, ours)},
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
             "seconds": round(game.seconds, 1)}
     ladder_ledger.append_line(ledger, json.dumps(line))
     lines.append(line)
+
+
+def _searched(game, ours: int) -> dict:
+    """``{"searched": [...]}``: the candidate's account of each of its moves
+    after the opening (``piskvork_games.searched``: reason, simulations, carried,
+    ms; None for a move it said nothing of), or nothing when it said nothing
+    (an engine without ``--debug``)."""
+    first = len(game.moves) - len(game.searched)  # the opening's stones
+    its = [s for i, s in enumerate(game.searched) if (first + i) % 2 == ours]
+    return {"searched": its} if any(s is not None for s in its) else {}
 
 
 # -- the report ------------------------------------------------------------------------------
@@ -330,6 +345,13 @@ class Row(NamedTuple):
     black: tuple[int, int, int]  # the candidate's wins, draws, losses as black
     white: tuple[int, int, int]
     failures: list[str]  # "rapfi:1000 timeout", ...
+    simulations: tuple = ()  # of each of the candidate's moves that ran a full search
+
+    @property
+    def median_simulations(self) -> float | None:
+        """The median simulations of the candidate's searched moves (``searched``
+        with reason ``search``), None where the ledger holds none."""
+        return float(np.median(self.simulations)) if self.simulations else None
 
     @property
     def score(self) -> float:
@@ -347,7 +369,8 @@ def rows(lines: list[dict]) -> list[Row]:
         o = x["outside"]
         key = (x["a"], x["b"], x["seed"])
         r = acc.setdefault(key, {"black": [0, 0, 0], "white": [0, 0, 0], "failures": [],
-                                 "nodes": o["nodes"], "games": 0, "of": 0})
+                                 "nodes": o["nodes"], "games": 0, "of": 0, "sims": []})
+        r["sims"] += [s[1] for s in o.get("searched", ()) if s and s[0] == "search"]
         r["of"] = max(r["of"], o["of"])
         side = r["black" if o["a_black"] else "white"]
         for i, field in enumerate(("wins", "draws", "losses")):
@@ -357,7 +380,7 @@ def rows(lines: list[dict]) -> list[Row]:
             r["failures"].append(f"{o['failed']} {o.get('failure') or 'failed'}")
     order = list(dict.fromkeys(k[0] for k in acc))
     out = [Row(k[0], k[1], r["nodes"], r["of"], r["games"], tuple(r["black"]),
-               tuple(r["white"]), r["failures"]) for k, r in acc.items()]
+               tuple(r["white"]), r["failures"], tuple(r["sims"])) for k, r in acc.items()]
     return sorted(out, key=lambda r: (order.index(r.candidate), r.nodes, r.of))
 
 
@@ -391,22 +414,27 @@ def table(lines: list[dict], ledger: Path) -> str:
         "candidate's points per game (a draw half); as black / as white: its wins-draws-"
         "losses with that colour; 95% CI: the Wilson interval of the score. An engine "
         "that crashed, timed out, answered ERROR or played an illegal move lost that "
-        f"game (failures). Games: `{ledger.name}` beside this file; regenerate: "
+        "game (failures). Simulations: the median over the candidate's searched moves "
+        "of the simulations its search ran (its trees together, `pbrain-agz --debug`), "
+        "which says how fast the machine searched during the match; - where the "
+        f"ledger does not hold them. Games: `{ledger.name}` beside this file; regenerate: "
         f"`{again}`.",
     ]
     for name in dict.fromkeys(r.candidate for r in all_rows):
         its = [r for r in all_rows if r.candidate == name]
         out += ["", f"## `{name}`", "",
                 "| opponent | games | score | as black W-D-L | as white W-D-L | 95% CI "
-                "| failures |",
-                "|:--|--:|--:|:-:|:-:|:-:|:--|"]
+                "| failures | simulations |",
+                "|:--|--:|--:|:-:|:-:|:-:|:--|--:|"]
         for r in its:
             low, high = wilson(r.score, r.games)
             games = str(r.games) if r.games == r.of else f"{r.games} of {r.of}"
             fails = ", ".join(f"{n}× {f}" for f, n in _counts(r.failures)) or "-"
+            median = r.median_simulations
+            sims = "-" if median is None else f"{median:,.0f}"
             out.append(f"| `{r.opponent}` | {games} | {r.score:.3f} | "
                        f"{'-'.join(map(str, r.black))} | {'-'.join(map(str, r.white))} | "
-                       f"{low:.2f} .. {high:.2f} | {fails} |")
+                       f"{low:.2f} .. {high:.2f} | {fails} | {sims} |")
         best = rung(its)
         if best is None:
             out += ["", f"Rung: none (under 50% against every `{LABEL}` level played, the "
