@@ -1,20 +1,23 @@
 """pbrain-agz uses its time: in-process, a real ``Engine`` on a 9x9 random net
-and a fake clock that moves by a fixed tick each time it is read, so that a
-move's budget is a known number of chunks whatever the machine's speed.
+and a fake clock (``SimClock``) that moves by a fixed cost for each simulation
+the engine's trees run and a small tick each time it is read, so that a move's
+budget is a known number of simulations whatever the machine's speed.
 
 Under a time limit the search runs past the model's simulation count until the
 budget is spent (or its tree is full); without one it runs the model's own
 search of its own count, as before."""
 
 import argparse
+import contextlib
 import os
+import threading
 
 import numpy as np
 import pytest
 from tiny_models import random_model
 
 from agz_jax.nets import models
-from agz_jax.play import engine
+from agz_jax.play import engine, programs, trees
 from agz_jax.play.brain import build_parser, play_settings
 from agz_jax.play.brain_commands import Brain
 
@@ -22,7 +25,8 @@ SIZE = 9
 CHUNK = 8
 CAPACITY = 512
 MODEL_SIMS = 12  # the model's search.num_simulations (Gumbel)
-TICK = 0.002  # seconds the fake clock moves at each reading
+TICK = 0.0001  # seconds the fake clock moves at each reading
+COST = 0.0001  # and for each simulation a tree runs
 
 
 class TickClock:
@@ -34,6 +38,47 @@ class TickClock:
     def __call__(self) -> float:
         self.now += self.tick
         return self.now
+
+
+class SimClock(TickClock):
+    """A ``TickClock`` that also moves ``cost`` seconds for each simulation the
+    engine's trees run (``charging``): time follows the search's work, as a
+    real clock's does, one tree after another (as if on one core). ``chunks``
+    counts the jitted chunks run."""
+
+    def __init__(self, tick: float = TICK, cost: float = COST):
+        super().__init__(tick)
+        self.cost, self.chunks = cost, 0
+        self._lock = threading.Lock()
+
+    def charge(self, simulations: int) -> None:
+        with self._lock:
+            self.now += simulations * self.cost
+            self.chunks += 1
+
+
+@contextlib.contextmanager
+def charging(clock: SimClock):
+    """Engines built inside charge ``clock`` for each simulation: every
+    ``programs.build`` in the block returns programs whose chunk does."""
+    build = programs.build
+
+    def charged(*args, **kwargs):
+        fns = build(*args, **kwargs)
+        chunk = fns.chunk
+
+        def run(variables, key, tree, until):
+            before = int(np.asarray(tree.node_visits)[0, 0])  # read before it is donated
+            out = chunk(variables, key, tree, until)
+            clock.charge(int(np.asarray(out.node_visits)[0, 0]) - before)
+            return out
+
+        fns.chunk = run
+        return fns
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(programs, "build", charged)
+        yield clock
 
 
 def flags(*argv: str) -> argparse.Namespace:
@@ -59,10 +104,11 @@ def engines(model):
     fake clock, one tree (the clock's arithmetic below is one thread's); the
     timed one is compiled."""
     plan = play_settings(model, flags("--max-sims", str(CAPACITY), "--threads", "1"))
-    clock = TickClock()
-    timed = engine.Engine(model, chunk=CHUNK, clock=clock, **plan["timed"])
-    untimed = engine.Engine(model, chunk=CHUNK, clock=clock, **plan["untimed"])
-    timed.warmup()
+    with charging(SimClock()) as clock:
+        timed = engine.Engine(model, chunk=CHUNK, clock=clock, **plan["timed"])
+        untimed = engine.Engine(model, chunk=CHUNK, clock=clock, **plan["untimed"])
+        timed.warmup()
+        untimed.warmup()
     return clock, timed, untimed
 
 
@@ -118,20 +164,25 @@ def test_play_settings(model):
 
 @pytest.mark.long
 def test_the_search_runs_until_its_deadline(engines):
-    """Past the model's count: chunk after chunk until the next one would end
-    after the deadline; with a far deadline, until the tree is full."""
+    """Past the model's count: chunks sized to the time left until even the
+    smallest would end after the deadline; with a far deadline, until the tree
+    is full."""
     clock, timed, _ = engines
     rules = timed.rules()
     timed.forget()
-    start = clock.now
-    deadline = start + 0.1  # 25 readings of the clock
+    start, chunks = clock.now, clock.chunks
+    deadline = start + 0.04  # 400 simulations' time, the clock's readings aside
     a = timed.analyse(rules, opening(rules), deadline=deadline)
     assert a.reason == "search" and a.carried == 0
-    assert a.simulations > MODEL_SIMS and a.simulations % CHUNK == 0
-    # Two readings a chunk: about 0.1 / (2 * TICK) chunks, the last one not begun.
-    assert 20 * CHUNK <= a.simulations <= 25 * CHUNK, a.simulations
-    assert clock.now <= deadline + 2 * TICK
+    # The budget is used and kept: the search ends within the time of the smallest
+    # chunk (with its margin, and the clock's readings) before the deadline, never
+    # after it; most of the time went to simulations.
+    assert deadline - 2 * CHUNK * COST - 10 * TICK <= clock.now <= deadline + 2 * TICK
+    assert 300 <= a.simulations <= 400, a.simulations
     assert int(a.visits.sum()) == a.simulations
+    # Each chunk takes a quarter of the time left: a few chunks, not one of CHUNK
+    # simulations a reading of the clock.
+    assert clock.chunks - chunks <= 20 < a.simulations // CHUNK
     # A longer budget: the clock would allow more than the tree holds.
     timed.forget()
     a = timed.analyse(rules, opening(rules), deadline=clock.now + 100.0)
@@ -147,14 +198,19 @@ def test_two_trees_each_search_until_the_deadline(model):
     next chunk would end after the deadline, or until it is full."""
     plan = play_settings(model, flags("--max-sims", str(CAPACITY), "--threads", "2"))
     assert plan["timed"]["threads"] == 2
-    clock = TickClock()
-    timed = engine.Engine(model, chunk=CHUNK, clock=clock, **plan["timed"])
-    rules = timed.rules()
-    deadline = clock.now + 0.1
+    with charging(SimClock()) as clock:
+        timed = engine.Engine(model, chunk=CHUNK, clock=clock, **plan["timed"])
+        rules = timed.rules()
+        timed.warmup(rules)
+    deadline = clock.now + 0.06  # the two trees' work on one clock: 600 simulations
     a = timed.analyse(rules, opening(rules), deadline=deadline)
-    assert a.reason == "search" and MODEL_SIMS < a.simulations < 2 * CAPACITY
-    assert a.simulations % CHUNK == 0 and int(a.visits.sum()) == a.simulations
-    assert clock.now <= deadline + 4 * TICK
+    assert a.reason == "search" and 300 <= a.simulations < 2 * CAPACITY, a.simulations
+    assert int(a.visits.sum()) == a.simulations
+    # Both trees charge the one clock, so each tree's measured rate holds the other's
+    # work only when its charge lands inside the chunk: this clock can run past the
+    # deadline by a chunk of the other tree's (on two cores each tree's rate is its
+    # own, measured on the real clock; one tree's precision is the test above).
+    assert clock.now <= deadline + 0.5 * 0.06
     timed.forget()
     a = timed.analyse(rules, opening(rules), deadline=clock.now + 100.0)
     assert a.simulations == 2 * CAPACITY  # both trees full
@@ -173,9 +229,10 @@ def test_brain_thinks_for_its_budget_and_counts_without_one(engines):
     assert "puct search" in about and "without one, gumbel search" in about, about
     assert brain.handle("INFO timeout_turn 100") == []
     debug, move = brain.handle("BEGIN")
-    # 100 ms less the 40 ms reserve: 60 ms, about 15 chunks on this clock.
+    # 100 ms less the 40 ms reserve: 60 ms, about 600 simulations on this clock: the
+    # tree (CAPACITY) fills first.
     sims = int(debug.split(": ")[1].split(" ")[0])
-    assert sims >= 10 * CHUNK > MODEL_SIMS, debug
+    assert sims >= 0.8 * CAPACITY > MODEL_SIMS, debug
     assert "budget 60 ms" in debug and "puct search" in debug and "reuse" in debug, debug
     assert move.count(",") == 1
     # The next move has a budget of its own.
@@ -197,3 +254,17 @@ def test_fpu_out_of_range_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as e:
         brain.main(["--fpu", "5"])
     assert e.value.code == 2 and "--fpu must be in 0..2, got 5.0" in capsys.readouterr().err
+
+
+def test_chunk_size_takes_a_share_of_the_time_left():
+    """The engine's chunk without a deadline or a measured rate; under a deadline
+    the simulations of a quarter of the time left (at most LONGEST_S) at the last
+    chunk's rate, at least the engine's chunk, never more than the budget has
+    left."""
+    assert trees.chunk_size(16, 1000, None, 5000.0) == 16  # no deadline: fixed chunks
+    assert trees.chunk_size(16, 1000, 0.9, None) == 16  # the first chunk: no rate yet
+    assert trees.chunk_size(16, 10_000, 0.2, 4000.0) == int(4000 * 0.2 * trees.SHARE) == 200
+    assert trees.chunk_size(16, 10_000, 0.9, 4000.0) == int(4000 * trees.LONGEST_S) == 400
+    assert trees.chunk_size(16, 10_000, 0.001, 4000.0) == 16  # at least the engine's chunk
+    assert trees.chunk_size(16, 100, 0.9, 4000.0) == 100  # at most the budget's rest
+    assert trees.chunk_size(16, 5, None, None) == 5

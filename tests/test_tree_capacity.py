@@ -1,11 +1,11 @@
 """``experiments.play.tree_capacity``: the engine as pbrain-agz builds it, at
 two capacities on the same positions of one game, on a fake clock that moves
-a fixed tick each time it is read (so a move's budget is a known number of
-chunks whatever the machine's speed). A tree too small for the budget fills
+by a fixed cost a simulation (``SimClock``, so a move's budget is a known
+number of simulations whatever the machine's speed). A tree too small for the budget fills
 and stops; a larger one searches more in the same time."""
 
 import pytest
-from test_brain_time import TickClock
+from test_brain_time import SimClock, charging
 from tiny_models import random_model
 
 from agz_jax.nets import models
@@ -26,9 +26,10 @@ def model(model_dir):
 
 
 def test_a_small_tree_fills_and_a_large_one_searches_more(model):
-    out = tree_capacity.measure(model, capacities=[16, 1024], moves=2, turn_ms=200,
-                                opening=OPENING, game_sims=8, brain_flags=["--threads", "1"],
-                                clock=TickClock(0.002))
+    with charging(SimClock(cost=0.0005)) as clock:  # 200 ms less the reserve: ~300 a move
+        out = tree_capacity.measure(model, capacities=[16, 1024], moves=2, turn_ms=200,
+                                    opening=OPENING, game_sims=8,
+                                    brain_flags=["--threads", "1"], clock=clock)
     small, large = out["capacities"]
     assert out["game"][:3] == OPENING and len(out["game"]) == 3 + 4
     assert (small["capacity"], large["capacity"]) == (16, 1024)

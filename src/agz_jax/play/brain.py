@@ -54,10 +54,12 @@ moves_to_go)`` less a safety reserve, counted from the moment its command
 (``BOARD``'s first line for a block) was read; ``time_left`` falls back to
 ``timeout_match`` less the thinking time used this game, and between two
 ``INFO time_left`` lines it is counted down by the thinking time used. The
-search runs in chunks of simulations and stops when the next chunk would
-overrun the budget. ``timeout_turn 0`` means "as fast as possible" (the net's
-own choice, guarded); ``time_left`` may be negative (out of time: as fast as
-possible) and 2147483647 means unlimited; ``timeout_match 0`` is no limit.
+search runs in chunks of simulations, each sized to a quarter of the time
+left (at most 0.1 s) at the rate the last one ran, and stops when even the
+smallest chunk (``--chunk``) would overrun the budget. ``timeout_turn 0``
+means "as fast as possible" (the net's own choice, guarded); ``time_left``
+may be negative (out of time: as fast as possible) and 2147483647 means
+unlimited; ``timeout_match 0`` is no limit.
 Everything is compiled at ``START`` (once for freestyle and standard: the
 rule is a run-time flag; renju compiles its own set when asked) and kept in
 the persistent XLA cache, so the next process starts faster.
@@ -168,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "one's own, and after the search the most visited move after "
                              "which the opponent has none (default: off)")
     parser.add_argument("--chunk", type=int, default=16,
-                        help="simulations per jitted step between clock checks")
+                        help="simulations per jitted step between clock checks: under a "
+                             "time limit the least (each step is sized to a quarter of "
+                             "the time left)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--debug", action="store_true", help="a DEBUG line before each move")
     return parser

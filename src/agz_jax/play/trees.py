@@ -8,6 +8,15 @@ each one's random stream, its last tree and root position (for subtree reuse
 and deepening), the thread pool that grows trees 1..T-1 beside tree 0, and
 the growth itself: jitted chunks of simulations, the clock read between them,
 stopping when the next chunk would likely end after the deadline.
+
+Under a deadline a chunk is sized to take a quarter of the time left (at
+most a tenth of a second) at the rate the last chunk ran (``chunk_size``;
+the engine's ``chunk`` is the least), so a search of a second runs about
+twenty chunks a tree instead of hundreds: the host's work between chunks,
+and the two trees' threads taking turns at Python between them, then cost
+little. One compiled chunk serves
+every size (its end, ``until``, is traced). Without a deadline the chunks
+are of the engine's size, so the same budget grows the same tree.
 """
 
 from __future__ import annotations
@@ -28,6 +37,29 @@ from agz_jax.search.transpositions import Transpositions
 
 _fold_in = jax.jit(jax.random.fold_in)
 """``jax.random.fold_in`` as one compiled call (eagerly it is several)."""
+
+
+SHARE = 0.25
+"""Under a deadline, the share of the time left that the next chunk is sized
+to take at the measured rate: a chunk overruns the deadline only if the tree
+grows at under a quarter of the rate of the chunk before it (another process
+taking the core, say)."""
+LONGEST_S = 0.1
+"""And at most this long, so that a slowdown early in a long move costs at
+most a tenth of a second's chunk."""
+
+
+def chunk_size(least: int, left: int, seconds_left: float | None,
+               rate: float | None) -> int:
+    """Simulations for a tree's next chunk: ``least`` (the engine's ``chunk``)
+    without a deadline or before a rate is measured; under a deadline
+    (``seconds_left``) the simulations that take ``SHARE`` of it, and at most
+    ``LONGEST_S``, at ``rate`` (simulations/s), at least ``least``; never over
+    ``left``, the visits the budget has left."""
+    n = least
+    if seconds_left is not None and rate:
+        n = max(least, int(rate * min(seconds_left * SHARE, LONGEST_S)))
+    return max(1, min(n, left))
 
 
 class Start(NamedTuple):
@@ -75,7 +107,8 @@ class Trees:
     Args:
       threads: T, one tree a board symmetry (and a host thread).
       size: the board's size.
-      chunk: simulations a jitted call grows a tree by between readings of the clock.
+      chunk: simulations a jitted call grows a tree by between readings of the
+        clock; under a deadline the least (``chunk_size``).
       variables: the nets' weights, on the device.
       seed: the trees' random stream.
       clock: seconds; deadlines are on it.
@@ -145,17 +178,18 @@ class Trees:
 
     def grow(self, fns: programs.Programs, deadline: float | None, budget: int,
              start: Start) -> Grown:
-        """Grow one tree in chunks until it holds ``budget`` visits or the next
-        chunk would likely end after ``deadline``."""
-        tree, done, last = start.tree, start.kept, 0.0
+        """Grow one tree in chunks (``chunk_size``) until it holds ``budget``
+        visits or even the smallest chunk would likely end after ``deadline``."""
+        tree, done, rate = start.tree, start.kept, None
         while done < budget:
             now = self.clock()
-            # The next chunk is predicted to cost what the last one did, with a
+            left_s = None if deadline is None else deadline - now
+            # The smallest chunk is predicted to run at the last chunk's rate, with a
             # margin for noise; the first chunk also pays dispatch.
-            if deadline is not None and (now >= deadline or (done > start.kept and
-                                                             now + 1.5 * last > deadline)):
+            if left_s is not None and (left_s <= 0 or (
+                    rate is not None and now + 1.5 * self.chunk / rate > deadline)):
                 break
-            stop = min(done + self.chunk, budget)
+            stop = done + chunk_size(self.chunk, budget - done, left_s, rate)
             # Between chunks only jitted calls with numpy scalars: an eager
             # fold_in, a jnp scalar and the results read after every chunk
             # cost about 3 ms a chunk on a slow CPU (a third of a 16-simulation
@@ -163,7 +197,7 @@ class Trees:
             key = _fold_in(start.key, np.uint32(done + 1))
             tree = fns.chunk(self.variables, key, tree, np.int32(stop))
             tree.node_visits.block_until_ready()  # the chunk's end
-            last = self.clock() - now
+            rate = (stop - done) / max(self.clock() - now, 1e-9)
             done = stop
         visits, value, q, action, _ = (np.asarray(x) for x in fns.results(tree))
         lane, size = start.lane, self.size
