@@ -27,10 +27,10 @@ Time: one tree of fixed capacity (``max_simulations``) is built in jitted
 *chunks* of simulations (``mctx_loop.continue_tree``; the trees and their
 growth are ``agz_jax.play.trees``); between chunks the host
 looks at the clock (``clock``, ``time.perf_counter`` unless a test injects
-another), sizes the next chunk to a quarter of the time left (at most 0.1 s) at the rate the
-last one ran (``chunk`` simulations the least; fixed chunks of ``chunk``
-without a deadline) and stops when even the smallest would likely end after
-the deadline.
+another), sizes the next chunk to a quarter of the time left (at most
+0.1 s) at the rate the last one ran (``chunk`` simulations the least; fixed
+chunks of ``chunk`` without a deadline) and stops when even the smallest
+would likely end after the deadline.
 Every shape is fixed, so the jitted functions (``agz_jax.play.programs``)
 compile once for each rule a game is played under (``warmup(rules)`` does
 that ahead of the first move): the rule is a constant of its programs, which

@@ -7,16 +7,16 @@ T trees (``Engine(threads=T)``), tree ``i`` under the board's symmetry ``i``:
 each one's random stream, its last tree and root position (for subtree reuse
 and deepening), the thread pool that grows trees 1..T-1 beside tree 0, and
 the growth itself: jitted chunks of simulations, the clock read between them,
-stopping when the next chunk would likely end after the deadline.
+stopping when even the smallest chunk would likely end after the deadline.
 
 Under a deadline a chunk is sized to take a quarter of the time left (at
 most a tenth of a second) at the rate the last chunk ran (``chunk_size``;
 the engine's ``chunk`` is the least), so a search of a second runs about
 twenty chunks a tree instead of hundreds: the host's work between chunks,
 and the two trees' threads taking turns at Python between them, then cost
-little. One compiled chunk serves
-every size (its end, ``until``, is traced). Without a deadline the chunks
-are of the engine's size, so the same budget grows the same tree.
+little. One compiled chunk serves every size (its end, ``until``, is
+traced). Without a deadline the chunks are of the engine's size, so the
+same budget grows the same tree.
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ class Trees:
             # The smallest chunk is predicted to run at the last chunk's rate, with a
             # margin for noise; the first chunk also pays dispatch.
             if left_s is not None and (left_s <= 0 or (
-                    rate is not None and now + 1.5 * self.chunk / rate > deadline)):
+                    rate is not None and 1.5 * self.chunk / rate > left_s)):
                 break
             stop = done + chunk_size(self.chunk, budget - done, left_s, rate)
             # Between chunks only jitted calls with numpy scalars: an eager

@@ -156,7 +156,6 @@ def candidate(spec: players.Spec, turn_ms: int, name: str | None = None,
 def schedule(seed: int, num_openings: int, games: int) -> list[tuple[int, bool]]:
     """(opening index, candidate is black) of each game of a match: distinct
     openings while the set lasts, each twice in a row, black then white."""
-
     picks = np.random.default_rng(seed).permutation(num_openings)[np.arange(games // 2)
                                                                   % num_openings]
     return [(int(o), black) for o in picks for black in (True, False)]
