@@ -19,7 +19,7 @@ from agz_jax.play import piskvork, piskvork_games
 from agz_jax.play.piskvork import Piskvork, Settings
 from agz_jax.play.piskvork_games import play_game
 from agz_jax.studies import ledger as ladder_ledger
-from agz_jax.studies import outside
+from agz_jax.studies import outside, outside_report
 from experiments.play import ladder as ladder_cli
 from experiments.play import outside as outside_cli
 
@@ -181,7 +181,7 @@ def test_ledger_keeps_every_game_and_a_rerun_resumes(tmp_path):
     assert [s[1] for s in first["outside"]["searched"]] == [100 * (i + 1) for i in range(ours)]
     assert [s[0] for s in kept[1]["outside"]["searched"]] == ["search"] * len(
         kept[1]["outside"]["searched"])
-    assert outside.rows(kept)[0].simulations  # the table's median reads them
+    assert outside_report.rows(kept)[0].simulations  # the table's median reads them
     assert play(tmp_path, ladder_ledger.read_ledger(ledger)) == 0  # all done: nothing to play
     # A run killed in its last game: only that game is played again, the same way.
     text = ledger.read_text().splitlines()
@@ -195,7 +195,7 @@ def test_ledger_keeps_every_game_and_a_rerun_resumes(tmp_path):
     assert play(tmp_path, ladder_ledger.read_ledger(ledger), nodes=(10,), games=4) == 2
     longer = [x for x in ladder_ledger.read_ledger(ledger) if x["b"] == "rapfi:10"]
     assert [x["outside"]["game"] for x in longer] == [0, 1, 2, 3]
-    assert [r.games for r in outside.rows(longer)] == [4]
+    assert [r.games for r in outside_report.rows(longer)] == [4]
 
 
 def test_outside_failures_are_recorded_and_restarted(tmp_path, capsys):
@@ -239,25 +239,26 @@ def test_table_rows_and_rung():
     lines[0]["outside"]["searched"] = [["search", 1000, 0, 900], None, ["vcf", 0, 0, 40]]
     lines[1]["outside"]["searched"] = [["search", 3000, 50, 900], ["block", 10, 0, 5],
                                        ["search", 5000, 0, 910]]
-    rows = outside.rows(lines)
+    rows = outside_report.rows(lines)
     assert rows[0].simulations == (1000, 3000, 5000) and rows[0].median_simulations == 3000
     assert rows[1].median_simulations is None
     assert [(r.opponent, r.games, r.black, r.white) for r in rows] == [
         ("rapfi:300", 4, (2, 0, 0), (0, 1, 1)), ("rapfi:1000", 2, (1, 0, 0), (0, 0, 1)),
         ("rapfi:3000", 1, (0, 0, 1), (0, 0, 0))]
-    assert rows[0].score == pytest.approx(2.5 / 4) and outside.rung(rows).opponent == "rapfi:1000"
-    md = outside.table(lines, Path("docs/outside/games.jsonl"))
+    assert rows[0].score == pytest.approx(2.5 / 4)
+    assert outside_report.rung(rows).opponent == "rapfi:1000"
+    md = outside_report.table(lines, Path("docs/outside/games.jsonl"))
     low, high = wilson(0.625, 4)
     assert (f"| `rapfi:300` | 4 | 0.625 | 2-0-0 | 0-1-1 | {low:.2f} .. {high:.2f} | - "
             "| 3,000 |") in md
     assert "| 1× c timeout | - |" in md  # no account of any move in that ledger line
     assert "| `rapfi:1000` | 2 of 4 |" in md and "1× c timeout" in md
     assert "Rung: **`rapfi:1000`**" in md
-    merged = outside.as_matches(lines)  # for the Elo fit: one line per match
+    merged = outside_report.as_matches(lines)  # for the Elo fit: one line per match
     assert [(x["b"], x["wins"], x["draws"], x["losses"], x["games"]) for x in merged] == [
         ("rapfi:300", 2, 1, 1, 4), ("rapfi:1000", 1, 0, 1, 2), ("rapfi:3000", 0, 0, 1, 1),
         ("y", 1, 0, 1, 2)]
-    assert outside.rung([r for r in rows if r.nodes == 3000]) is None
+    assert outside_report.rung([r for r in rows if r.nodes == 3000]) is None
 
 
 def test_schedule_pairs_each_opening_with_both_colours():
@@ -384,5 +385,5 @@ def test_engine_args_reach_pbrain_and_name_the_candidate(tiny):
 
 
 def test_each_ledger_keeps_its_own_table(tmp_path):
-    assert outside.table_path(tmp_path / "games.jsonl") == tmp_path / "outside.md"
-    assert outside.table_path(tmp_path / "renju.jsonl") == tmp_path / "renju.md"
+    assert outside_report.table_path(tmp_path / "games.jsonl") == tmp_path / "outside.md"
+    assert outside_report.table_path(tmp_path / "renju.jsonl") == tmp_path / "renju.md"

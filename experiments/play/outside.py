@@ -67,8 +67,8 @@ from agz_jax.studies.outside import (
     parse_nodes,
     play,
     resolve_protocol,
-    write_table,
 )
+from agz_jax.studies.outside_report import write_table
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

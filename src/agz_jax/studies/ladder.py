@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from agz_jax.config.schema import ConfigError
 from agz_jax.play import players
-from agz_jax.studies import outside
+from agz_jax.studies import outside, outside_report
 from agz_jax.studies.ladder_report import plot, table
 from agz_jax.studies.ledger import (
     CAMPAIGN_LEDGER,
@@ -175,8 +175,8 @@ def write_outputs(lines: list[dict], ledger: Path) -> tuple[Path, Path]:
         raise ConfigError(f"{ledger} holds no match: play some first (drop --table-only)")
     check_board(lines, ledger)
     if any(outside.is_outside(x) for x in lines):
-        outside.write_table(lines, ledger)
-        lines = outside.as_matches(lines)  # an outside match's games as one line
+        outside_report.write_table(lines, ledger)
+        lines = outside_report.as_matches(lines)  # an outside match's games as one line
     fit = rating.fit(rating.Match(x["a"], x["b"], x["wins"], x["draws"], x["losses"])
                      for x in lines)
     md, png = ledger.parent / "ladder.md", ledger.parent / "ladder.png"
