@@ -81,6 +81,12 @@ def test_move_values_average_to_the_root_value(eng):
     np.testing.assert_allclose(firsts, firsts[0], atol=1e-4)
 
 
+def fresh_tree(fns, variables, key, states, allowed):
+    """The engine's start program on a fresh root, written into blank buffers."""
+    base = fns.blank(variables, key, states, allowed)
+    return fns.start(variables, key, states, allowed, base, np.bool_(True))
+
+
 def test_chunks_grow_one_tree(eng):
     """Simulations 0..5 then 5..12 expand nodes 1..12 once each: a chunk that
     restarted its node numbering would overwrite nodes and break the counts."""
@@ -90,7 +96,7 @@ def test_chunks_grow_one_tree(eng):
     states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
     allowed = jnp.asarray(np.asarray(state.board) == 0)[None]
     key = jax.random.PRNGKey(0)
-    tree = fns.start(eng.variables, key, states, allowed, None)
+    tree = fresh_tree(fns, eng.variables, key, states, allowed)
     tree = fns.chunk(eng.variables, key, tree, jnp.int32(5))
     tree = fns.chunk(eng.variables, key, tree, jnp.int32(12))
     t = jax.tree.map(lambda x: np.asarray(x)[0], tree)
@@ -264,8 +270,8 @@ def test_the_tree_grows_only_forced_moves(eng):
     states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
     # The root's moves are the guard's, as the engine passes them (the start
     # program reads no tactics of its own).
-    tree = fns.start(eng.variables, jax.random.PRNGKey(0), states, fns.guard(states)[None],
-                     None)
+    tree = fresh_tree(fns, eng.variables, jax.random.PRNGKey(0), states,
+                      fns.guard(states)[None])
     tree = fns.chunk(eng.variables, jax.random.PRNGKey(0), tree, jnp.int32(CAPACITY - 1))
     t = jax.tree.map(np.asarray, tree)
     emb = t.embeddings
@@ -295,8 +301,8 @@ def test_an_open_three_is_answered_in_the_tree(eng, exact):
     state = position(rules, [(0, 8), (8, 8), (4, 6)], [(3, 2), (4, 2), (5, 2)], to_play=0)
     fns = eng._fns(rules)
     states = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
-    tree = fns.start(eng.variables, jax.random.PRNGKey(0), states, fns.guard(states)[None],
-                     None)  # the root's moves, as the engine's
+    tree = fresh_tree(fns, eng.variables, jax.random.PRNGKey(0), states,
+                      fns.guard(states)[None])  # the root's moves, as the engine's
     tree = fns.chunk(eng.variables, jax.random.PRNGKey(0), tree, jnp.int32(CAPACITY - 1))
     expanded = set(np.flatnonzero(np.asarray(tree.children_index[0, 0]) >= 0).tolist())
     assert expanded == {at(2, 2), at(6, 2)}
@@ -357,8 +363,9 @@ def test_reuse_carries_the_subtree_across_the_reply(reusing):
 
 def test_a_move_without_time_for_the_carry_starts_afresh(reusing):
     """A timed move carries its subtree only when the time left is at least
-    twice what the last carry took; else it starts from a fresh root (a full
-    tree's carry can cost more than a squeezed move's whole budget)."""
+    twice what a carry takes (the median of the last few); else it starts from
+    a fresh root (a full tree's carry can cost more than a squeezed move's
+    whole budget)."""
     rules = reusing.rules()
 
     def first_and_reply():
@@ -372,15 +379,61 @@ def test_a_move_without_time_for_the_carry_starts_afresh(reusing):
         return engine.make_state(rules, board, 0, last_action=reply)
 
     after = first_and_reply()
-    reusing.trees.carry_s = 1.0  # as if the last carry took a second
+    reusing.trees.carries.extend([1.0] * trees.CARRIES)  # as if carries took a second
     now = reusing.clock()
     squeezed = reusing.analyse(rules, after, simulations=16, deadline=now + 1.5)
     assert squeezed.carried == 0 and squeezed.simulations >= 1
     after = first_and_reply()
-    reusing.trees.carry_s = 1.0
+    reusing.trees.carries.clear()
+    reusing.trees.carries.append(1.0)
     ample = reusing.analyse(rules, after, simulations=256, deadline=reusing.clock() + 60.0)
     assert ample.carried > 0
-    assert 0.0 < reusing.trees.carry_s < 1.0  # the carry just made is the new measure
+    # The carry just made is measured: with the one before, the median is below 1 s.
+    assert len(reusing.trees.carries) == 2 and reusing.trees.carry_s < 1.0
+
+
+def test_one_slow_carry_does_not_stop_the_carries(reusing):
+    """The estimate is the median of the last carries: one that took a second
+    among quick ones still lets a move of 1.5 s carry its subtree."""
+    rules = reusing.rules()
+    reusing.forget()
+    board = crowded_board(8)
+    first = reusing.analyse(rules, engine.make_state(rules, board, 0), simulations=256)
+    t = jax.tree.map(np.asarray, reusing.trees.lasts[0].tree)
+    reply = int(np.argmax(t.children_visits[0, t.children_index[0, 0, first.action]]))
+    board[first.action], board[reply] = 1, -1
+    reusing.trees.carries.clear()
+    reusing.trees.carries.extend([0.01, 1.0, 0.01])
+    assert reusing.trees.carry_s == pytest.approx(0.01)
+    after = engine.make_state(rules, board, 0, last_action=reply)
+    assert reusing.analyse(rules, after, simulations=16,
+                           deadline=reusing.clock() + 1.5).carried > 0
+
+
+def test_a_lane_writes_its_trees_into_two_sets_of_buffers(two_trees):
+    """After its first moves, each lane's carries and fresh starts write into
+    the buffers of a tree it is done with (donated): a game's moves allocate no
+    new trees, and the trees' visits are still right."""
+    rules = two_trees.rules()
+    two_trees.forget()
+    board = crowded_board(12, seed=1)
+    seen: list[set[int]] = [set(), set()]  # each lane's buffers, every leaf's
+    for move in range(4):
+        a = two_trees.analyse(rules, engine.make_state(rules, board, 0), simulations=128)
+        assert a.visits.sum() == a.simulations + a.carried == 128
+        for lane, last in enumerate(two_trees.trees.lasts):
+            seen[lane] |= {x.unsafe_buffer_pointer() for x in jax.tree.leaves(last.tree)}
+        if move == 1:
+            two_trees.forget()  # a new game: fresh roots, into the same buffers
+            continue
+        t = jax.tree.map(np.asarray, two_trees.trees.lasts[0].tree)
+        child = t.children_index[0, 0, a.action]
+        reply = int(np.argmax(t.children_visits[0, child])) if child >= 0 else None
+        if reply is None or board[reply] != 0 or reply == a.action:
+            reply = int(np.flatnonzero((board == 0) & (np.arange(board.size) != a.action))[0])
+        board[a.action], board[reply] = 1, -1
+    leaves = len(jax.tree.leaves(two_trees.trees.lasts[0].tree))
+    assert [len(s) for s in seen] == [2 * leaves] * 2
 
 
 def test_the_engine_plays_the_models_search(eng, tmp_path):

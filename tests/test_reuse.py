@@ -168,6 +168,34 @@ def test_reuse_of_a_searched_tree_matches_a_plain_python_reindexing(seed):
     assert_consistent(new)
 
 
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_line_of_two_moves_is_carried_as_the_moves_one_after_the_other(seed):
+    """``reuse`` along a line (ours, then the reply) equals two single carries;
+    a line padded with -1 equals the single carry of its first move; a reply
+    never expanded carries nothing."""
+    tree = fresh_search(ROOTS, N, jax.random.PRNGKey(seed))
+    t = jax.tree.map(np.asarray, tree)
+    rows = np.arange(4)
+    ours = np.argmax(t.children_visits[:, 0], axis=-1)
+    child = t.children_index[rows, 0, ours]
+    reply = np.argmax(t.children_visits[rows, child], axis=-1)
+    reply[3] = int(np.argmin(t.children_visits[3, child[3]]))  # maybe never expanded
+    line = jnp.asarray(np.stack([ours, reply], axis=-1), jnp.int32)
+    both = jax.tree.map(np.asarray, mctx_loop.reuse(tree, line))
+    twice = jax.tree.map(np.asarray, mctx_loop.reuse(mctx_loop.reuse(tree, jnp.asarray(ours)),
+                                                     jnp.asarray(reply)))
+    jax.tree.map(np.testing.assert_array_equal, both, twice)
+    padded = jnp.asarray(np.stack([ours, -np.ones_like(ours)], axis=-1), jnp.int32)
+    jax.tree.map(np.testing.assert_array_equal,
+                 jax.tree.map(np.asarray, mctx_loop.reuse(tree, padded)),
+                 jax.tree.map(np.asarray, mctx_loop.reuse(tree, jnp.asarray(ours))))
+    kept = mctx_loop.node_count(both)
+    for b in range(4):
+        grandchild = t.children_index[b, child[b], reply[b]] if child[b] >= 0 else -1
+        assert kept[b] == (t.node_visits[b, grandchild] if grandchild >= 0 else 0)
+    assert_consistent(jax.tree.map(lambda x: x[kept > 0], both))
+
+
 def test_a_carried_tree_grows_to_the_budget_and_keeps_its_visits():
     n = N
     tree = fresh_search(ROOTS, n, jax.random.PRNGKey(3))

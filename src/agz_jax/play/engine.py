@@ -336,7 +336,7 @@ class Engine:
         self.check_board(rules, empty)
         state = make_state(rules, empty, 0)
         sims = min(2 * self.chunk, self.max_simulations) * self.threads
-        self.trees.forget()
+        self.trees.lasts = [None] * self.threads  # kept aside, not spent: restored below
         first = self.analyse(rules, state, simulations=sims)
         if self.reuse:  # the carried-tree path compiles too: after the move searched
             self.analyse(rules, _after(rules, state, [first.action]), simulations=sims)

@@ -34,10 +34,11 @@ from agz_jax.search import searcher as search
 class Programs:
     """The jitted functions of one rule."""
 
-    start: object  # (variables, key, state[1], allowed[1, A] (guard's), tree | None) -> tree
+    blank: object  # (variables, key, state[1], allowed[1, A]) -> an empty tree's buffers
+    start: object  # (variables, key, state[1], allowed[1, A] (guard's), base, fresh) -> tree
     chunk: object  # (variables, key, tree, until) -> tree
     results: object  # tree -> (visits[A], value, q[A], action, prior[A])
-    carry: object  # (tree, action) -> the subtree under the root's action
+    carry: object  # (tree, line[2], spent) -> the subtree at the end of the root's line
     threats: object  # (board[A], stone) -> bool[A]: points that make a five for stone
     wins_on_board: object  # board[A] -> bool[A]: stones on a winning line
     forbidden: object  # board[A] -> bool[A]: black's forbidden points (none but under renju)
@@ -53,13 +54,29 @@ def build(nets: Networks, settings: SearchConfig, size: int, gamma: float, *,
     rules = Rules(size, rule)
     searcher = search.Searcher(rules=rules, nets=nets, settings=settings, gamma=gamma)
 
-    @jax.jit
-    def start(variables, key, states, allowed, tree):
+    def begin(variables, key, states, allowed, tree=None):
         # ``allowed`` comes from ``guard`` (search_moves with forced moves on,
         # within the settings' own tiers), so the roots do not read the tactics
         # again: the program holds one copy of them fewer.
         return searcher.begin(variables, key, states, capacity=capacity, moves=allowed,
                               tree=tree, transpositions=transpositions)
+
+    # A tree of a large capacity is hundreds of MB. Fresh buffers for every
+    # carry and start cost the host's page faults (tens to hundreds of ms a
+    # move on a 2-core CPU), so each program writes its tree into the buffers
+    # of a tree that is spent (donated), and the engine keeps two trees a lane.
+    @jax.jit
+    def blank(variables, key, states, allowed):
+        return jax.tree.map(jnp.zeros_like, begin(variables, key, states, allowed))
+
+    @functools.partial(jax.jit, donate_argnums=(4,), keep_unused=True)
+    def start(variables, key, states, allowed, base, fresh):
+        # ``base``: the carried subtree (``fresh`` False: it goes on under the
+        # fresh root's prior), or a spent tree whose buffers take the new one.
+        if not settings.reuse:
+            return begin(variables, key, states, allowed)
+        carried = base.replace(node_visits=jnp.where(fresh, 0, base.node_visits))
+        return begin(variables, key, states, allowed, carried)
 
     @functools.partial(jax.jit, donate_argnums=(2,))
     def chunk(variables, key, tree, until):
@@ -75,9 +92,12 @@ def build(nets: Networks, settings: SearchConfig, size: int, gamma: float, *,
         return (tree.children_visits[0, root], tree.node_values[0, root], q,
                 out.action[0], prior)
 
-    @jax.jit
-    def carry(tree, action):
-        return mctx_loop.reuse(tree, jnp.reshape(action, (1,)))
+    @functools.partial(jax.jit, donate_argnums=(2,), keep_unused=True)
+    def carry(tree, line, spent):
+        # ``line``: int32[2], our move and the reply (-1 for none); the subtree
+        # is written into ``spent``'s buffers.
+        del spent
+        return mctx_loop.reuse(tree, jnp.reshape(line, (1, -1)))
 
     @jax.jit
     def threats(board, me):
@@ -99,4 +119,4 @@ def build(nets: Networks, settings: SearchConfig, size: int, gamma: float, *,
     def forbidden(board):
         return rules.forbidden(board)
 
-    return Programs(start, chunk, results, carry, threats, wins_on_board, forbidden, guard)
+    return Programs(blank, start, chunk, results, carry, threats, wins_on_board, forbidden, guard)

@@ -21,6 +21,7 @@ same budget grows the same tree.
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 from collections.abc import Callable
 from typing import NamedTuple
@@ -47,6 +48,9 @@ taking the core, say)."""
 LONGEST_S = 0.1
 """And at most this long, so that a slowdown early in a long move costs at
 most a tenth of a second's chunk."""
+CARRIES = 5
+"""How many of the last carries' times the engine's estimate of a carry's
+cost is the median of (``Trees.carry_s``)."""
 
 
 def chunk_size(least: int, left: int, seconds_left: float | None,
@@ -121,11 +125,27 @@ class Trees:
         self.key = jax.random.PRNGKey(seed)
         self.calls = 0  # searches so far: each one's keys are folded from it
         self.lasts: list[Last | None] = [None] * threads
-        self.carry_s = 0.0  # what the last carry of a subtree took, on ``clock``
+        # Each lane's spent trees, whose buffers its next trees are written into
+        # (``programs.build``): a lane holds at most two trees, last and spare,
+        # and a move allocates none once the lane has had its two.
+        self.spares: list[list] = [[] for _ in range(threads)]
+        # What the last carries of a subtree took, on ``clock`` (any lane's).
+        self.carries: collections.deque[float] = collections.deque(maxlen=CARRIES)
         self._pool = None  # the threads of trees 1..T-1, made at the first search
 
+    @property
+    def carry_s(self) -> float:
+        """What a carry of a subtree takes: the median of the last ``CARRIES``
+        (0 before the first), so that one slow carry (the other lane's chunk
+        holding both cores, say) does not stop the carries that follow."""
+        return float(np.median(self.carries)) if self.carries else 0.0
+
     def forget(self) -> None:
-        """Drop the last trees: the next search starts fresh."""
+        """Drop the last trees: the next search starts fresh (their buffers kept
+        as spares)."""
+        for lane, last in enumerate(self.lasts):
+            if last is not None:
+                self._spend(lane, last.tree)
         self.lasts = [None] * self.threads
 
     def transposed(self) -> float:
@@ -152,9 +172,14 @@ class Trees:
         state = jax.tree.map(lambda x: x[0], states)
         tree = self._kept(lane, rules, state, rank) if keep else None
         if tree is None:
-            carried = self._carried(lane, rules, state, fns) if carry else None
             inside = jnp.asarray(allowed[symmetry.permutations(self.size)[lane]])[None]
-            tree = fns.start(self.variables, key, states, inside, carried)
+            blank = lambda: fns.blank(self.variables, key, states, inside)  # noqa: E731
+            carried = self._carried(lane, rules, state, fns, blank) if carry else None
+            if carried is None:  # a spent tree's buffers take the fresh one
+                last, self.lasts[lane] = self.lasts[lane], None
+                base = self._spare(lane, last.tree if last is not None else None, blank)
+            tree = fns.start(self.variables, key, states, inside,
+                             base if carried is None else carried, np.bool_(carried is None))
         visits, _, _, _, prior = fns.results(tree)
         return Start(lane, tree, key, int(np.asarray(visits).sum()),
                      symmetry.untransform_policy(np.asarray(prior, np.float64), lane, self.size))
@@ -216,10 +241,26 @@ class Trees:
                 rules.rule, symmetry.transform_point(int(state.last_action), t.lane, self.size),
                 rank)
 
-    def _carried(self, lane: int, rules: Rules, state: State, fns: programs.Programs):
+    def _spare(self, lane: int, spent, blank: Callable[[], object]):
+        """Buffers for lane ``lane``'s next tree, handed over: a spare, else
+        ``spent`` (a tree it is done with, kept as a spare then), else new ones
+        (``blank()``)."""
+        if spent is not None:
+            self._spend(lane, spent)
+        return self.spares[lane].pop() if self.spares[lane] else blank()
+
+    def _spend(self, lane: int, tree) -> None:
+        """Keep ``tree``'s buffers as a spare of lane ``lane`` (at most two)."""
+        if len(self.spares[lane]) < 2:
+            self.spares[lane].append(tree)
+
+    def _carried(self, lane: int, rules: Rules, state: State, fns: programs.Programs,
+                 blank: Callable[[], object]):
         """Tree ``lane``'s last subtree at ``state`` (in that tree's frame), if
         ``state`` follows from its last root by one or two moves (ours, then the
-        opponent's reply) that the tree holds; else None."""
+        opponent's reply) that the tree holds; else None. The subtree is
+        written into the lane's spare (``blank()`` if it has none), and the
+        last tree becomes the spare."""
         last = self.lasts[lane]
         if last is None or last.rule != rules.rule:
             return None
@@ -227,15 +268,20 @@ class Trees:
                               int(state.to_play))
         if moves is None:
             return None
-        tree, t0 = last.tree, self.clock()
-        for move in moves:
-            tree = fns.carry(tree, jnp.int32(move))
+        line = np.full(2, -1, np.int32)
+        line[:len(moves)] = moves
+        t0 = self.clock()
+        tree = fns.carry(last.tree, line, self._spare(lane, None, blank))
+        self.lasts[lane] = None
+        self._spend(lane, last.tree)
         nodes = int(mctx_loop.node_count(tree)[0])
-        self.carry_s = self.clock() - t0
-        if nodes == 0:
+        self.carries.append(self.clock() - t0)
+        if nodes == 0 or not np.array_equal(np.asarray(tree.embeddings.board[0, 0]),
+                                            np.asarray(state.board)):
+            # Nothing under the line, or the same stones by another order (not
+            # this tree's position): the subtree's buffers are spent.
+            self._spend(lane, tree)
             return None
-        if not np.array_equal(np.asarray(tree.embeddings.board[0, 0]), np.asarray(state.board)):
-            return None  # the same stones by another order: not this tree's position
         return tree
 
     def _kept(self, lane: int, rules: Rules, state: State, rank: int):

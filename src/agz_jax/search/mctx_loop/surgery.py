@@ -12,7 +12,8 @@ from agz_jax.search.transpositions import Transpositions
 
 
 def reuse(tree: mctx.Tree, action: jax.Array) -> mctx.Tree:
-    """The subtree under each row's ``action``, re-indexed into a tree of the same size.
+    """The subtree under each row's ``action`` (or line of actions), re-indexed
+    into a tree of the same size.
 
     Node ``n`` of the subtree keeps its statistics, children and embedding and
     becomes node ``m``, where ``m`` counts the subtree's nodes before ``n``:
@@ -25,11 +26,19 @@ def reuse(tree: mctx.Tree, action: jax.Array) -> mctx.Tree:
 
     Args:
       tree: a batched tree ``[B, N, ...]``.
-      action: int32[B], the move played at each row's root.
+      action: int32[B], the move played at each row's root; or int32[B, K],
+        the K moves played from it, of which the first is a move and the later
+        ones may be -1 (none): the subtree at the end of the line is carried in
+        one pass (ours and the opponent's reply, say), not in one a move.
     """
     batch_size, num_nodes = tree.node_visits.shape
     batch_range = jnp.arange(batch_size)
-    new_root = tree.children_index[batch_range, mctx.Tree.ROOT_INDEX, action]
+    line = jnp.reshape(action, (batch_size, -1))
+    new_root = tree.children_index[batch_range, mctx.Tree.ROOT_INDEX, line[:, 0]]
+    for k in range(1, line.shape[1]):
+        move = line[:, k]
+        below = tree.children_index[batch_range, jnp.maximum(new_root, 0), jnp.maximum(move, 0)]
+        new_root = jnp.where((move >= 0) & (new_root >= 0), below, new_root)
 
     # Membership in index order: a node is in the subtree if it is its root or
     # its parent (an earlier node) is in it.
