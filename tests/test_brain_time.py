@@ -141,9 +141,10 @@ def test_play_settings(model):
     assert plan["timed"]["c_puct"] == engine.PLAY_C_PUCT != own.c_puct
     assert plan["untimed"]["c_puct"] is None  # the model's own
     assert plan["timed"]["reuse"] and plan["timed"]["max_simulations"] == engine.PLAY_CAPACITY
-    plan = play_settings(model, flags("--sims", "20000", "--no-reuse", "--c-puct", "2.5",
+    many = engine.PLAY_CAPACITY + 1000  # a move's simulations above the capacity: its room
+    plan = play_settings(model, flags("--sims", str(many), "--no-reuse", "--c-puct", "2.5",
                                       "--leaves", "8", "--fpu", "0.2", "--threads", "2"))
-    assert plan["timed"] == dict(max_simulations=20000, algorithm="puct", reuse=False,
+    assert plan["timed"] == dict(max_simulations=many, algorithm="puct", reuse=False,
                                  c_puct=2.5, leaves=8, threads=2, fpu=0.2, vcf=True,
                                  vct=False, threat_values=None)
     plan = play_settings(model, flags("--no-vcf", "--threat-values", "--vct"))

@@ -331,7 +331,7 @@ class Engine:
         """
         rules = rules or self.rules()
         t0 = time.perf_counter()
-        calls, lasts = self.trees.calls, self.trees.lasts
+        calls, lasts, carries = self.trees.calls, self.trees.lasts, list(self.trees.carries)
         empty = np.zeros(rules.num_actions, np.int8)
         self.check_board(rules, empty)
         state = make_state(rules, empty, 0)
@@ -340,7 +340,12 @@ class Engine:
         first = self.analyse(rules, state, simulations=sims)
         if self.reuse:  # the carried-tree path compiles too: after the move searched
             self.analyse(rules, _after(rules, state, [first.action]), simulations=sims)
+        # Warming up allocated each lane's two trees: they stay as its spares, so
+        # that the game's first carry does not pay for new buffers.
+        self.trees.forget()
         self.trees.calls, self.trees.lasts = calls, lasts
+        self.trees.carries.clear()  # the warm-up's carry timed its compilation too
+        self.trees.carries.extend(carries)
         return time.perf_counter() - t0
 
     def transposed(self) -> float:

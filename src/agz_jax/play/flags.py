@@ -6,16 +6,19 @@ from __future__ import annotations
 MAX_THREADS = 8
 """One tree a board symmetry (``symmetry.NUM_SYMMETRIES``; a test keeps them equal)."""
 
-PLAY_CAPACITY = 16384
+PLAY_CAPACITY = 32768
 """Each tree's capacity (simulations a move at most) for time-limited play
 (``pbrain-agz``, the web board; ``engine.PLAY_CAPACITY``, ``--max-sims``). Its
-arrays are ``[1, N, 225]``: about 6.6 KB a node on a 15x15 board, 108 MB a
-tree. On a 2-core Zen 4 at 0.92 s a move, trees of 8192 filled at 8 of 20
-moves of a game, carried visits included, and stopped searching; trees of
-16384 searched 1.3-1.4 times the new simulations and filled at 4; trees of
-32768 never filled, but a carry cost up to 186 ms and a move overran its
-budget by 28 ms (``experiments.play.tree_capacity``;
-docs/pbrain.md, "The tree's capacity")."""
+arrays are ``[1, N, 225]``: about 6.6 KB a node on a 15x15 board, 210 MB a
+tree, and each of the engine's two trees keeps a spare to carry into (840 MB
+in all). On a 2-core Intel family-6 model-167 machine at 0.92 s a move,
+trees of 16,384 filled at 10 of 20 moves of a game, carried visits included,
+and stopped searching; trees of 32,768 searched 1.37 times the new
+simulations and filled at 4, with carries of 10-24 ms once carried into
+spare buffers (``experiments.play.tree_capacity``; docs/pbrain.md, "The
+tree's capacity"). Beyond that, the transpositions' lookup (a scan of the
+tree's keys each simulation) grows with the capacity: one tree searched
+12,762 simulations/s at 32,768 and 6,756 at 65,536."""
 
 
 def add_threads_flag(parser) -> None:

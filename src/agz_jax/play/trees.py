@@ -270,8 +270,9 @@ class Trees:
             return None
         line = np.full(2, -1, np.int32)
         line[:len(moves)] = moves
+        spare = self._spare(lane, None, blank)
         t0 = self.clock()
-        tree = fns.carry(last.tree, line, self._spare(lane, None, blank))
+        tree = fns.carry(last.tree, line, spare)
         self.lasts[lane] = None
         self._spend(lane, last.tree)
         nodes = int(mctx_loop.node_count(tree)[0])
