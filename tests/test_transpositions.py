@@ -25,7 +25,12 @@ from agz_jax.game.gomoku import Rules, State
 from agz_jax.play import engine
 from agz_jax.search import mctx_loop
 from agz_jax.search import searcher as search
-from agz_jax.search.transpositions import Expansion, with_transpositions
+from agz_jax.search.transpositions import (
+    PROBES,
+    Expansion,
+    Transpositions,
+    with_transpositions,
+)
 from tests.trees import assert_same_tree as same_tree
 
 A = 4  # actions
@@ -126,6 +131,38 @@ def assert_recorded_once(tree, b, carried=False):
             assert held.tolist() == [True] + [False] * (len(held) - 1)
 
 
+def assert_findable(tree):
+    """Every recorded node is where its code's lookup leads (the hash table
+    holds it), in every row."""
+    table = jax.tree.map(np.asarray, tree.extra_data)
+    for b in range(table.keys.shape[0]):
+        row = jax.tree.map(lambda x, b=b: jnp.asarray(x[b:b + 1]), tree.extra_data)
+        for n in np.flatnonzero(np.any(table.codes[b] != 0, axis=-1)):
+            _, known, source = row.find(jnp.asarray(table.codes[b, n])[None])
+            assert bool(known[0]) and int(source[0]) == n, (b, n)
+
+
+def test_the_hash_table_drops_a_record_only_when_its_window_is_full():
+    """A table of 8 slots takes 8 positions (one window: every key's 8 slots
+    are all of them); a ninth is not recorded and is not found, and the eight
+    still are. A code nobody recorded is unknown."""
+    n = 12
+    table = Transpositions(keys=jnp.zeros((1, n), jnp.uint32),
+                           codes=jnp.zeros((1, n, 2), jnp.uint32),
+                           slots=jnp.full((1, 8), -1, jnp.int32))
+    assert PROBES == 8
+    codes = [jnp.array([[7 * i + 1, 1]], jnp.uint32) for i in range(10)]
+    for node in range(1, 10):
+        key, known, _ = table.find(codes[node])
+        assert not bool(known[0])
+        table = table.recorded(jnp.array([0]), jnp.array([node]), key, codes[node])
+    for node in range(1, 10):
+        _, known, source = table.find(codes[node])
+        assert (bool(known[0]), int(source[0])) == ((True, node) if node < 9 else (False, 0))
+    assert not bool(table.find(codes[0])[1][0])
+    assert sorted(np.asarray(table.slots[0]).tolist()) == list(range(1, 9))
+
+
 def test_the_tree_is_the_one_searched_without():
     key = jax.random.key(0)
     with_t = searched(ROOTS, N, key, TOY, True)
@@ -136,6 +173,7 @@ def test_the_tree_is_the_one_searched_without():
         nodes, positions = codes_by_node(with_t, b)
         assert len(set(positions.tolist())) < len(nodes)
         assert_recorded_once(with_t, b)
+    assert_findable(with_t)
 
 
 def test_gumbels_search_finds_its_noise_and_is_the_same():
@@ -189,6 +227,7 @@ def test_a_carried_tree_keeps_its_codes_and_searches_on_the_same():
     carried = {t: jax.jit(mctx_loop.reuse)(tree, action) for t, tree in trees.items()}
     for b in range(len(ROOTS)):
         assert_recorded_once(carried[True], b, carried=True)
+    assert_findable(carried[True])  # the hash table renumbered with the nodes
     grow = jax.jit(functools.partial(
         mctx_loop.continue_tree, None, root_action_selection_fn=puct,
         interior_action_selection_fn=puct, until=N, recurrent_fn=TOY))
@@ -196,6 +235,7 @@ def test_a_carried_tree_keeps_its_codes_and_searches_on_the_same():
     assert_same_tree(on[True], on[False])
     for b in range(len(ROOTS)):
         assert_recorded_once(on[True], b, carried=True)
+    assert_findable(on[True])
 
 
 def test_what_cannot_use_them_is_refused():

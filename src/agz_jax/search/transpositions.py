@@ -10,8 +10,9 @@ and raw value instead of another call of the net.
 * ``Expansion``: a ``recurrent_fn`` in parts (the move, the evaluation, the
   output, the position's code), so that the evaluation can be skipped;
 * ``Transpositions``: the table a tree carries in its ``extra_data``, each
-  node's code and a key to find it by (``find``, ``recorded``); a carried
-  subtree keeps it (``carried``), a fresh tree starts empty (``cleared``);
+  node's code and a key to find it by, and a hash table of the keys
+  (``find``, ``recorded``); a carried subtree keeps it (``carried``), a fresh
+  tree starts empty (``cleared``);
 * ``with_transpositions``: a tree made to carry it.
 
 The search loop (``agz_jax.search.mctx_loop``) reads and writes the table as
@@ -73,24 +74,34 @@ class Transpositions:
 
     keys: jax.Array  # uint32[B, N]
     codes: jax.Array  # uint32[B, N, W]
+    slots: jax.Array  # int32[B, S]: the node recorded in each slot, -1 for none
     inner: object = None
 
     @property
     def root_gumbel(self):
         return self.inner.root_gumbel
 
+    def _window(self, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(slot int32[B, PROBES], node int32[B, PROBES]): the slots where a
+        key is recorded, ``PROBES`` from the key's own, and their nodes."""
+        size = self.slots.shape[1]
+        slot = ((key[:, None] + jnp.arange(PROBES, dtype=jnp.uint32))
+                & jnp.uint32(size - 1)).astype(jnp.int32)
+        return slot, jnp.take_along_axis(self.slots, slot, axis=1)
+
     def find(self, code: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         """(key uint32[B], known bool[B], source int32[B]) of each row's child
         code uint32[B, W]: its key, whether a node of the row holds that code,
         and which (0 where none does)."""
-        batch_size, num_nodes = self.keys.shape
+        batch_size = self.keys.shape[0]
         key = _mix(code)
-        # A node without an entry holds the key and code 0, which no child's
-        # code is (its last move is a point). Of the nodes that hold the key
-        # (more than one only where two positions' keys collide), the last: a
-        # max, which vectorises where an argmax would not.
-        source = jnp.max(jnp.where(self.keys == key[:, None], jnp.arange(num_nodes), -1),
-                         axis=-1)
+        # The key's slots (a few reads, whatever the tree's size): of the nodes
+        # there that hold the key (more than one only where two positions'
+        # keys collide), the last, a max, which vectorises where an argmax
+        # would not.
+        _, nodes = self._window(key)
+        held = jnp.take_along_axis(self.keys, jnp.maximum(nodes, 0), axis=1)
+        source = jnp.max(jnp.where((nodes >= 0) & (held == key[:, None]), nodes, -1), axis=-1)
         found, source = source >= 0, jnp.maximum(source, 0)
         known = found & jnp.all(self.codes[jnp.arange(batch_size), source] == code, axis=-1)
         return key, known, source
@@ -98,22 +109,35 @@ class Transpositions:
     def recorded(self, rows: jax.Array, node: jax.Array, key: jax.Array, code: jax.Array
                  ) -> Transpositions:
         """The table with ``node`` of each of ``rows`` (out of range: dropped)
-        holding ``key`` and ``code``: a node whose position was evaluated."""
+        holding ``key`` and ``code``: a node whose position was evaluated. Its
+        slot is the first free one of the key's; where all ``PROBES`` are
+        taken, the node is not recorded (its position is evaluated again if
+        reached again: the tree is the same, the net called once more)."""
+        batch_size = self.keys.shape[0]
+        slot, nodes = self._window(key)
+        free = nodes < 0
+        at = jnp.take_along_axis(slot, jnp.argmax(free, axis=-1)[:, None], axis=1)[:, 0]
+        slot_rows = jnp.where(jnp.any(free, axis=-1), rows, batch_size)
         return self.replace(keys=self.keys.at[rows, node].set(key, mode="drop"),
-                            codes=self.codes.at[rows, node].set(code, mode="drop"))
+                            codes=self.codes.at[rows, node].set(code, mode="drop"),
+                            slots=self.slots.at[slot_rows, at].set(node, mode="drop"))
 
-    def carried(self, gather: Callable) -> Transpositions:
+    def carried(self, gather: Callable, renumber: Callable) -> Transpositions:
         """The table of a subtree carried to the next search: ``gather(x,
-        fill)`` renumbers a ``[B, N, ...]`` array's nodes (``mctx_loop.reuse``).
-        The new root's entries are cleared: never a source, as its prior may
-        carry noise."""
+        fill)`` renumbers a ``[B, N, ...]`` array's nodes and ``renumber(index)``
+        maps node numbers ``[B, ...]`` to the subtree's (-1 for a node not
+        carried; ``mctx_loop.reuse``). The new root's entries are cleared: never
+        a source, as its prior may carry noise."""
         root = mctx.Tree.ROOT_INDEX
+        slots = renumber(self.slots)
         return self.replace(keys=gather(self.keys, 0).at[:, root].set(0),
-                            codes=gather(self.codes, 0).at[:, root].set(0))
+                            codes=gather(self.codes, 0).at[:, root].set(0),
+                            slots=jnp.where(slots == root, -1, slots))
 
     def cleared(self) -> Transpositions:
         """The table of a tree none of whose nodes is expanded."""
-        return self.replace(keys=jnp.zeros_like(self.keys), codes=jnp.zeros_like(self.codes))
+        return self.replace(keys=jnp.zeros_like(self.keys), codes=jnp.zeros_like(self.codes),
+                            slots=jnp.full_like(self.slots, -1))
 
 
 def with_transpositions(tree: mctx.Tree, code_words: int) -> mctx.Tree:
@@ -130,9 +154,12 @@ def with_transpositions(tree: mctx.Tree, code_words: int) -> mctx.Tree:
     """
     if isinstance(tree.extra_data, Transpositions):
         return tree
-    keys = jnp.zeros(tree.node_visits.shape, jnp.uint32)
-    codes = jnp.zeros(tree.node_visits.shape + (code_words,), jnp.uint32)
-    return tree.replace(extra_data=Transpositions(keys=keys, codes=codes,
+    batch_size, num_nodes = tree.node_visits.shape
+    keys = jnp.zeros((batch_size, num_nodes), jnp.uint32)
+    codes = jnp.zeros((batch_size, num_nodes, code_words), jnp.uint32)
+    # At least twice the nodes, a power of two (a slot is the key's low bits).
+    slots = jnp.full((batch_size, 1 << (2 * num_nodes - 1).bit_length()), -1, jnp.int32)
+    return tree.replace(extra_data=Transpositions(keys=keys, codes=codes, slots=slots,
                                                   inner=tree.extra_data))
 
 
@@ -148,6 +175,11 @@ def _mix(code: jax.Array) -> jax.Array:
     h = h ^ (h >> 16)
     return jnp.sum(h, axis=-1, dtype=jnp.uint32)
 
+
+PROBES = 8
+"""The slots of a key's hash-table window: a position is recorded in the first
+free one. At most half the slots are taken, so a full window is rare, and it
+costs only a repeated evaluation."""
 
 _MIX_SEED = 20261129
 """The seed of ``_mix``'s offsets (any fixed value)."""

@@ -71,7 +71,11 @@ def reuse(tree: mctx.Tree, action: jax.Array) -> mctx.Tree:
         :, mctx.Tree.ROOT_INDEX].set(mctx.Tree.NO_PARENT)
     extra_data = tree.extra_data
     if isinstance(extra_data, Transpositions):
-        extra_data = extra_data.carried(gather)
+        def carried_as(index):  # node numbers [B, M]: the subtree's, -1 if not carried
+            moved = jnp.take_along_axis(new_index, jnp.maximum(index, 0), axis=1)
+            return jnp.where((index >= 0) & (moved < num_nodes), moved, -1).astype(jnp.int32)
+
+        extra_data = extra_data.carried(gather, carried_as)
     return tree.replace(
         extra_data=extra_data,
         node_visits=gather(tree.node_visits, 0),
