@@ -1,7 +1,7 @@
 """``pbrain-agz``: a Gomocup / Piskvork engine ("brain") speaking the Piskvork
 protocol on stdin/stdout.
 
-    pbrain-agz [--model default] [--sims 32] [--max-sims 32768] [--algorithm puct] [--debug]
+    pbrain-agz [--model default] [--sims 32] [--max-sims 16384] [--algorithm puct] [--debug]
     python -m agz_jax.play.brain --model models/default
 
 Lines: a command a line, ended by LF or CR LF; a line may hold at most
@@ -73,7 +73,7 @@ the opponent has none is played (a quarter of the move's time is kept for it).
 
 Search: under a time limit the search uses the move's whole budget: it runs
 until the budget is spent or its tree (``--max-sims``, default
-``engine.PLAY_CAPACITY`` = 32768 simulations in each tree) is full, whatever the model's
+``engine.PLAY_CAPACITY`` = 16384 simulations in each tree) is full, whatever the model's
 training simulation count. Its default is PUCT with c_puct 1.5
 (``engine.PLAY_C_PUCT``, chosen by measurement; the model's own c_puct is for
 self-play's exploration) and subtree reuse: the tree under the engine's move

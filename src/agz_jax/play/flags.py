@@ -6,19 +6,18 @@ from __future__ import annotations
 MAX_THREADS = 8
 """One tree a board symmetry (``symmetry.NUM_SYMMETRIES``; a test keeps them equal)."""
 
-PLAY_CAPACITY = 32768
+PLAY_CAPACITY = 16384
 """Each tree's capacity (simulations a move at most) for time-limited play
 (``pbrain-agz``, the web board; ``engine.PLAY_CAPACITY``, ``--max-sims``). Its
-arrays are ``[1, N, 225]``: about 6.6 KB a node on a 15x15 board, 210 MB a
-tree, and each of the engine's two trees keeps a spare to carry into (840 MB
+arrays are ``[1, N, 225]``: about 6.6 KB a node on a 15x15 board, 105 MB a
+tree, and each of the engine's two trees keeps a spare to carry into (420 MB
 in all). On a 2-core Intel family-6 model-167 machine at 0.92 s a move,
 trees of 16,384 filled at 10 of 20 moves of a game, carried visits included,
-and stopped searching; trees of 32,768 searched 1.37 times the new
-simulations and filled at 4, with carries of 10-24 ms once carried into
-spare buffers (``experiments.play.tree_capacity``; docs/pbrain.md, "The
-tree's capacity"). Beyond that, the transpositions' lookup (a scan of the
-tree's keys each simulation) grows with the capacity: one tree searched
-12,762 simulations/s at 32,768 and 6,756 at 65,536."""
+and trees of 32,768 at 4, holding 1.5 times the visits at the decisions
+(``experiments.play.tree_capacity``); but against Rapfi at 10,000 nodes,
+160 games paired with 16,384's, 32,768 scored -0.05 (-0.14 to +0.04), and
+the process took 1.7 GB. The full trees are the late, forced moves, where
+the decision is already clear (docs/pbrain.md, "The tree's capacity")."""
 
 
 def add_threads_flag(parser) -> None:

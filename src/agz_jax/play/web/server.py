@@ -14,7 +14,7 @@ answers are ``agz_jax.play.web.api``'s.
 The search is PUCT with c_puct 1.5 (``engine.PLAY_C_PUCT``; ``--algorithm
 gumbel`` for the model's Gumbel search): PUCT has no schedule, so an analysis can go on growing
 its tree for as long as its position stands, up to ``--max-sims`` (default
-``engine.PLAY_CAPACITY``, 32768 simulations).
+``engine.PLAY_CAPACITY``, 16384 simulations).
 
 API (JSON in, JSON out; every malformed request gets ``400 {"error": "..."}``
 naming the problem):
