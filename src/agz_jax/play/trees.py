@@ -174,12 +174,12 @@ class Trees:
         if tree is None:
             inside = jnp.asarray(allowed[symmetry.permutations(self.size)[lane]])[None]
             blank = lambda: fns.blank(self.variables, key, states, inside)  # noqa: E731
-            carried = self._carried(lane, rules, state, fns, blank) if carry else None
-            if carried is None:  # a spent tree's buffers take the fresh one
+            base = self._carried(lane, rules, state, fns, blank) if carry else None
+            fresh = base is None
+            if fresh:  # a spent tree's buffers take the fresh one
                 last, self.lasts[lane] = self.lasts[lane], None
                 base = self._spare(lane, last.tree if last is not None else None, blank)
-            tree = fns.start(self.variables, key, states, inside,
-                             base if carried is None else carried, np.bool_(carried is None))
+            tree = fns.start(self.variables, key, states, inside, base, np.bool_(fresh))
         visits, _, _, _, prior = fns.results(tree)
         return Start(lane, tree, key, int(np.asarray(visits).sum()),
                      symmetry.untransform_policy(np.asarray(prior, np.float64), lane, self.size))

@@ -72,8 +72,8 @@ def reuse(tree: mctx.Tree, action: jax.Array) -> mctx.Tree:
     extra_data = tree.extra_data
     if isinstance(extra_data, Transpositions):
         def carried_as(index):  # node numbers [B, M]: the subtree's, -1 if not carried
-            moved = jnp.take_along_axis(new_index, jnp.maximum(index, 0), axis=1)
-            return jnp.where((index >= 0) & (moved < num_nodes), moved, -1).astype(jnp.int32)
+            moved = renumber(index, True)
+            return jnp.where(moved < num_nodes, moved, -1)
 
         extra_data = extra_data.carried(gather, carried_as)
     return tree.replace(
